@@ -1,0 +1,91 @@
+"""Shared fixtures: the real services, started on demand by scripts/services.
+
+With CI=true a service that cannot be started fails the test run; elsewhere the tests
+that need it are skipped with the reason (so a developer can run unit tests alone).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SERVICES_CMD = [sys.executable, str(REPO / "scripts" / "services")]
+_failed: dict[str, str] = {}
+
+
+def _state() -> dict:
+    sdir = Path(os.environ.get("SLUICE_SERVICES_DIR", REPO / ".sluice" / "services"))
+    f = sdir / "services.json"
+    return json.loads(f.read_text()) if f.exists() else {}
+
+
+def ensure_service(name: str) -> dict:
+    """Return the running service's info (ports, version), starting it if needed."""
+    if name in _failed:
+        _unavailable(name, _failed[name])
+    info = _state().get(name)
+    if info is None:
+        proc = subprocess.run([*SERVICES_CMD, "start", name], text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        info = _state().get(name)
+        if proc.returncode != 0 or info is None:
+            _failed[name] = proc.stdout[-3000:]
+            _unavailable(name, _failed[name])
+    return info
+
+
+def _unavailable(name: str, why: str) -> None:
+    msg = f"service {name!r} could not be started:\n{why}"
+    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+        pytest.fail(msg, pytrace=False)
+    pytest.skip(msg)
+
+
+@pytest.fixture(scope="session")
+def mariadb() -> dict:
+    """The source MariaDB: {'host','port','user','password','version',...}."""
+    return ensure_service("mariadb")
+
+
+@pytest.fixture(scope="session")
+def mariadb_target() -> dict:
+    """A second MariaDB used as a replication target."""
+    return ensure_service("mariadb-target")
+
+
+@pytest.fixture(scope="session")
+def postgres() -> dict:
+    """The PostgreSQL target."""
+    return ensure_service("postgres")
+
+
+@pytest.fixture(scope="session")
+def elasticsearch() -> dict:
+    """The Elasticsearch 8.x server."""
+    return ensure_service("elasticsearch")
+
+
+@pytest.fixture(scope="session")
+def hbase() -> dict:
+    """HBase standalone + Thrift1 server."""
+    return ensure_service("hbase")
+
+
+@pytest.fixture(scope="session")
+def spark_cluster() -> dict:
+    """The Spark standalone master + worker: {'master_url', ...}."""
+    return ensure_service("spark")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark tests by folder: tests/unit -> unit, tests/integration -> integration, e2e."""
+    for item in items:
+        parts = Path(str(item.fspath)).relative_to(REPO / "tests").parts
+        if parts and parts[0] in ("unit", "integration", "e2e"):
+            item.add_marker(getattr(pytest.mark, parts[0]))
