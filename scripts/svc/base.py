@@ -18,9 +18,9 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 REPO = Path(__file__).resolve().parents[2]
 JAVA17_HOME = "/usr/lib/jvm/java-17-openjdk-amd64"
@@ -161,6 +161,10 @@ def wait_until(what: str, probe: Callable[[], bool], timeout: float, logfile: Pa
                        f"{tail(logfile)}")
 
 
+#: pids started by spawn() in this process, so a failed start can stop what it began
+SPAWNED: list[int] = []
+
+
 def spawn(cmd: list[str], logfile: Path, *, env: dict | None = None, cwd: Path | None = None,
           user: str | None = None) -> int:
     """Start a daemon in its own session, output to ``logfile``; return its pid."""
@@ -171,6 +175,7 @@ def spawn(cmd: list[str], logfile: Path, *, env: dict | None = None, cwd: Path |
     proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                             env=env, cwd=cwd, start_new_session=True)
     out.close()
+    SPAWNED.append(proc.pid)
     return proc.pid
 
 

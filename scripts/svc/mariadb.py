@@ -1,0 +1,137 @@
+"""MariaDB from Debian's mariadb-server: the binlog *source* and a second instance as a *target*.
+
+The source runs with binlog ROW, FULL row image, ``binlog_row_metadata=FULL``, a server id,
+GTIDs, and a non-UTC ``default_time_zone`` with DST (America/New_York, time zone tables
+loaded) while the process itself runs under TZ=Asia/Kolkata, so naive-time bugs show.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from scripts.svc.base import (
+    Ctx,
+    Service,
+    ServiceError,
+    apt_install,
+    reset_dir,
+    run,
+    spawn,
+    stop_pid,
+    wait_until,
+)
+
+ROOT_PASSWORD = "sluice-root-pw"  # test-only credentials for a loopback-only server
+TIME_ZONE = "America/New_York"
+PROCESS_TZ = "Asia/Kolkata"
+
+
+class MariaDB(Service):
+    """One mariadbd on a private loopback port with its own datadir."""
+
+    def __init__(self, name: str, server_id: int, source: bool):
+        self.name, self.server_id, self.source = name, server_id, source
+
+    def install(self, ctx: Ctx) -> None:
+        apt_install("mariadb-server", "mariadb-client")
+
+    def _client(self, info: dict, sql: str, db: str = "", socket: Path | None = None) -> str:
+        where = ([f"--socket={socket}"] if socket else
+                 ["--protocol=tcp", "-h", "127.0.0.1", "-P", str(info["port"])])
+        cmd = ["mariadb", *where, "-uroot", "-N", "-B", "-e", sql]
+        if db:
+            cmd.append(db)
+        # over the socket we speak only to a fresh server, whose root has no password yet
+        env = dict(os.environ, MYSQL_PWD="" if socket else info.get("password", ""))
+        return run(cmd, env=env, timeout=60).stdout.strip()
+
+    def _cnf(self, home: Path, port: int, with_tz: bool) -> Path:
+        lines = [
+            "[mariadbd]",
+            "user=root",
+            f"datadir={home / 'data'}",
+            f"socket={home / 'mysqld.sock'}",
+            f"pid-file={home / 'mysqld.pid'}",
+            f"log-error={home / 'error.log'}",
+            "bind-address=127.0.0.1",
+            f"port={port}",
+            "skip-name-resolve",
+            "character-set-server=utf8mb4",
+            "collation-server=utf8mb4_unicode_ci",
+            f"server-id={self.server_id}",
+            "innodb_buffer_pool_size=128M",
+            "innodb_log_file_size=64M",
+            "innodb_flush_log_at_trx_commit=2",
+            "max_connections=300",
+            "performance_schema=OFF",
+        ]
+        if self.source:
+            lines += [
+                f"log-bin={home / 'binlog' / 'mysql-bin'}",
+                "binlog_format=ROW",
+                "binlog_row_image=FULL",
+                "binlog_row_metadata=FULL",
+                "binlog_annotate_row_events=ON",
+                "log_slave_updates=ON",
+                "max_binlog_size=64M",
+                "sync_binlog=0",
+            ]
+        if with_tz:
+            lines.append(f"default-time-zone={TIME_ZONE}")
+        cnf = home / "my.cnf"
+        cnf.write_text("\n".join(lines) + "\n")
+        return cnf
+
+    def _launch(self, home: Path, cnf: Path) -> int:
+        env = dict(os.environ, TZ=PROCESS_TZ)
+        return spawn(["/usr/sbin/mariadbd", f"--defaults-file={cnf}"], home / "stdout.log", env=env)
+
+    def start(self, ctx: Ctx) -> dict:
+        home = ctx.home(self.name)
+        port = ctx.port(self.name)
+        info = {"host": "127.0.0.1", "port": port, "user": "root", "password": ROOT_PASSWORD,
+                "time_zone": TIME_ZONE, "process_tz": PROCESS_TZ}
+        fresh = not (home / "data" / "mysql").exists()
+        if fresh:
+            reset_dir(home / "data")
+            (home / "binlog").mkdir(exist_ok=True)
+            run(["mariadb-install-db", "--user=root", f"--datadir={home / 'data'}",
+                 "--auth-root-authentication-method=normal", "--skip-test-db"], timeout=300)
+        cnf = self._cnf(home, port, with_tz=not fresh)
+        pid = self._launch(home, cnf)
+        sock = home / "mysqld.sock" if fresh else None
+        wait_until(f"{self.name} (mariadbd :{port})",
+                   lambda: self._client(info, "SELECT 1", socket=sock) == "1",
+                   timeout=120, logfile=home / "error.log", pid=pid)
+        if fresh:  # set the root password, load time zone tables, restart with the zone
+            tz_sql = run(["mariadb-tzinfo-to-sql", "/usr/share/zoneinfo"], timeout=300).stdout
+            run(["mariadb", f"--socket={sock}", "-uroot", "mysql"], input=tz_sql, timeout=300)
+            self._client(info, f"ALTER USER 'root'@'localhost' IDENTIFIED BY '{ROOT_PASSWORD}';"
+                         f"CREATE OR REPLACE USER 'root'@'127.0.0.1' IDENTIFIED BY '{ROOT_PASSWORD}';"
+                         "GRANT ALL ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION;"
+                         + ("RESET MASTER;" if self.source else "") + "FLUSH PRIVILEGES;",
+                         socket=sock)
+            stop_pid(pid)
+            cnf = self._cnf(home, port, with_tz=True)
+            pid = self._launch(home, cnf)
+            wait_until(f"{self.name} (mariadbd :{port})",
+                       lambda: self._client(info, "SELECT 1") == "1",
+                       timeout=120, logfile=home / "error.log", pid=pid)
+        info["pid"] = pid
+        info["version"] = self._client(info, "SELECT VERSION()")
+        return info
+
+    def check(self, ctx: Ctx, info: dict) -> str:
+        out = self._client(info, "SELECT VERSION(), @@global.time_zone, @@log_bin, @@binlog_format")
+        if not out:
+            raise ServiceError(f"{self.name}: no answer")
+        version, tz, log_bin, fmt = out.split("\t")
+        extra = f", binlog {fmt}" if log_bin == "1" else ""
+        return f"MariaDB {version}, tz {tz}{extra}"
+
+
+SERVICES = {
+    "mariadb": MariaDB("mariadb", server_id=101, source=True),
+    "mariadb-target": MariaDB("mariadb-target", server_id=102, source=False),
+}
