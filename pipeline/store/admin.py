@@ -1,0 +1,182 @@
+"""Batch store maintenance: crash recovery, prune, status, and the consumer-side errors.
+
+Kept apart from :mod:`pipeline.store.batchstore` so that the main class stays about the
+protocol; every function here takes the store as its first argument.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import TYPE_CHECKING, Any
+
+from pipeline.errors import OutOfOrderAckError, StoreError
+
+from .fsutil import fsync_dir, remove_stray_temps
+from .locks import pid_exists, read_holder
+from .meta import BatchMeta, data_name, meta_name, validate_group
+
+if TYPE_CHECKING:
+    from .batchstore import BatchStore
+
+log = logging.getLogger("sluice.store")
+
+
+def recover(store: BatchStore) -> list[str]:
+    """Remove what a crashed writer left (run under the capture lock); return the paths.
+
+    A data file without its meta file was never committed (the crash came between the
+    two renames, or during a prune): nothing refers to it, and capture resumes before it.
+    """
+    removed = [str(p) for p in remove_stray_temps(store.batch_dir)]
+    removed += [str(p) for p in remove_stray_temps(store.root, {"position.json", "store.json"})]
+    committed = set(store.batch_ids())
+    orphans = [i for i in store._data_ids() if i not in committed]
+    for batch_id in orphans:
+        path = store.batch_dir / data_name(batch_id)
+        path.unlink(missing_ok=True)
+        removed.append(str(path))
+        log.warning("removed uncommitted batch file %s (no %s: the writer crashed before commit)",
+                    path, meta_name(batch_id))
+    if orphans:
+        fsync_dir(store.batch_dir)
+    return removed
+
+
+def remove_group_temps(store: BatchStore, group: str) -> list[str]:
+    """Remove stray temp files of ``group``'s cursor file (run under its apply lock)."""
+    return [str(p) for p in remove_stray_temps(store.group_dir, {f"{group}.json"})]
+
+
+def out_of_order_error(group: str, batch_id: int, cursor: int) -> OutOfOrderAckError:
+    """The error for an ack that is not exactly cursor + 1."""
+    if batch_id <= cursor:
+        what = f"batch {batch_id} is already acked (the group's cursor is {cursor})"
+    else:
+        what = (f"batches {cursor + 1}..{batch_id - 1} are not acked yet (the group's cursor is "
+                f"{cursor}); the next ack must be batch {cursor + 1}")
+    return OutOfOrderAckError(
+        f"out-of-order ack of batch {batch_id} for group {group!r}: {what}",
+        hint="ack batches one by one in the order get() returned them, each only after all of its "
+        "changes have committed; after a failure call rollback() and get() again",
+    )
+
+
+def missing_batch_error(store: BatchStore, group: str, cursor: int, expected: int, found: int) -> StoreError:
+    """The error for a gap in the batch sequence that ``group`` needs."""
+    ids = store.batch_ids()
+    first = ids[0] if ids else found
+    if expected < first:
+        return StoreError(
+            f"group {group!r} needs batch {expected} (its cursor is {cursor}) but the oldest batch "
+            f"in {store.batch_dir} is {first}: the batches before it were pruned or deleted",
+            hint="rebuild the group's targets (bootstrap), or accept the gap and skip ahead with "
+            f"set_cursor({group!r}, {first - 1})",
+        )
+    return StoreError(
+        f"batch {expected} is missing from {store.batch_dir} (batch {found} follows): the store is damaged",
+        hint=f"restore {meta_name(expected)} and {data_name(expected)} from a backup, or re-capture "
+        f"from batch {expected - 1}'s end position into a fresh store",
+    )
+
+
+def check_cursor_target(store: BatchStore, group: str, batch_id: int) -> dict[str, Any] | None:
+    """Validate a set_cursor target; return the end position of that batch (None for 0)."""
+    validate_group(group)
+    if not isinstance(batch_id, int) or isinstance(batch_id, bool):
+        raise StoreError(f"set_cursor: batch id must be an integer, got {batch_id!r}")
+    ids = store.batch_ids()
+    newest = ids[-1] if ids else 0
+    if batch_id < 0 or batch_id > newest:
+        raise StoreError(f"set_cursor({group!r}, {batch_id}): the cursor must be between 0 and the "
+                         f"newest batch {newest}")
+    if ids and batch_id < ids[0] - 1:
+        raise StoreError(
+            f"set_cursor({group!r}, {batch_id}): batches before {ids[0]} were pruned, so the group "
+            f"cannot replay from batch {batch_id + 1}",
+            hint=f"the earliest possible cursor is {ids[0] - 1} (replays every batch still stored)",
+        )
+    return store.meta(batch_id).end if batch_id in ids else None
+
+
+def prune(store: BatchStore, retain: int) -> list[BatchMeta]:
+    """Delete batches acked by every group, except the newest ``retain`` of them.
+
+    Never deletes an unacked batch of any group, nor the newest batch of the store (it
+    carries the next batchId and the resume position). Without groups nothing is acked,
+    so nothing is deleted. Each batch's meta file goes first (uncommit), then its data.
+    """
+    if not isinstance(retain, int) or retain < 0:
+        raise StoreError(f"prune: retain must be a non-negative integer, got {retain!r}")
+    groups = store.groups()
+    if not groups:
+        return []
+    floor = min(store.cursor(g) for g in groups)
+    ids = store.batch_ids()
+    acked = [i for i in ids if i <= floor]
+    doomed = [i for i in acked[: max(0, len(acked) - retain)] if i != ids[-1]]
+    deleted: list[BatchMeta] = []
+    for batch_id in doomed:
+        meta_path = store.batch_dir / meta_name(batch_id)
+        try:
+            meta = BatchMeta.load(meta_path)
+        except FileNotFoundError:
+            continue  # pruned concurrently
+        meta_path.unlink(missing_ok=True)
+        (store.batch_dir / meta.file).unlink(missing_ok=True)
+        deleted.append(meta)
+    if deleted:
+        fsync_dir(store.batch_dir)
+        log.info("pruned batches %d..%d (acked by every group: %s)",
+                 deleted[0].batch_id, deleted[-1].batch_id, ", ".join(groups))
+    return deleted
+
+
+def _lock_holders(store: BatchStore) -> dict[str, Any]:
+    holders: dict[str, Any] = {}
+    try:
+        names = sorted(os.listdir(store.lock_dir))
+    except FileNotFoundError:
+        return holders
+    for name in names:
+        if not name.endswith(".lock"):
+            continue
+        info = read_holder(store.lock_dir / name)
+        if info is None:
+            continue
+        key = name[: -len(".lock")]
+        if key.startswith("apply."):
+            key = "apply:" + key[len("apply."):]
+        entry = info.to_dict()
+        entry["alive"] = pid_exists(info.pid) if info.on_this_host() else None
+        holders[key] = entry
+    return holders
+
+
+def status(store: BatchStore) -> dict[str, Any]:
+    """Batch count, first/last batchId, last position, per-group progress, lock holders.
+
+    A lock holder with ``alive: false`` died without releasing; the next acquirer takes
+    the lock over. ``alive: null`` means the holder is on another host.
+    """
+    metas = store.batches()
+    groups: dict[str, Any] = {}
+    for g in store.groups():
+        cursor = store.cursor(g)
+        pending = [m for m in metas if m.batch_id > cursor]
+        groups[g] = {
+            "cursor": cursor,
+            "pending_batches": len(pending),
+            "pending_rows": sum(m.rows for m in pending),
+        }
+    return {
+        "root": str(store.root),
+        "batches": len(metas),
+        "first_batch": metas[0].batch_id if metas else None,
+        "last_batch": metas[-1].batch_id if metas else None,
+        "bytes": sum(m.size for m in metas),
+        "rows": sum(m.rows for m in metas),
+        "last_position": store.last_position(),
+        "groups": groups,
+        "locks": _lock_holders(store),
+    }

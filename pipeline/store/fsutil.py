@@ -1,0 +1,142 @@
+"""Durable file primitives for the batch store: atomic writes, no-overwrite publish, fsync.
+
+Every file the store commits goes through :func:`write_atomic`: write a temp file in the
+same directory, flush + fsync it, rename it into place, fsync the directory. A reader
+therefore sees either the old state or the whole new file, never a prefix, and after
+the directory fsync the rename survives a power loss too.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import secrets
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pipeline.errors import StoreError
+
+TMP_SUFFIX = ".tmp"
+_TMP_RE = re.compile(r"^\.(.+)\.\d+\.[0-9a-f]{8}\.tmp$")
+# fsync on a directory is refused by a few network/FUSE file systems; nothing to do there.
+_DIR_FSYNC_UNSUPPORTED = {errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EBADF}
+# os.link is refused by file systems without hard links; fall back to an existence check.
+_LINK_UNSUPPORTED = {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.ENOSYS}
+
+
+def now_iso() -> str:
+    """The current UTC time as ISO 8601 with milliseconds, e.g. ``2026-05-09T07:35:25.123+00:00``."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def fsync_dir(path: Path) -> None:
+    """Make renames and unlinks in directory ``path`` durable."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    except OSError as e:
+        if e.errno not in _DIR_FSYNC_UNSUPPORTED:
+            raise
+    finally:
+        os.close(fd)
+
+
+def temp_path(final: Path) -> Path:
+    """A unique hidden temp name next to ``final`` (``.<name>.<pid>.<hex>.tmp``)."""
+    return final.with_name(f".{final.name}.{os.getpid()}.{secrets.token_hex(4)}{TMP_SUFFIX}")
+
+
+def is_temp_name(name: str) -> bool:
+    """True for names made by :func:`temp_path` (stray ones are left by a crash)."""
+    return _TMP_RE.match(name) is not None
+
+
+def write_temp(final: Path, data: bytes) -> Path:
+    """Write ``data`` to a fresh temp file beside ``final``, fsync it, return its path."""
+    tmp = temp_path(final)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        _unlink_quiet(tmp)
+        raise
+    os.close(fd)
+    return tmp
+
+
+def publish(tmp: Path, final: Path, *, overwrite: bool) -> None:
+    """Rename ``tmp`` to ``final`` and fsync the directory.
+
+    With ``overwrite=False`` an existing ``final`` is never replaced (hard link + unlink,
+    which fails atomically if the name exists): a second writer on a mount whose locks
+    do not work cannot silently replace a committed file.
+    """
+    try:
+        if overwrite:
+            os.replace(tmp, final)
+        else:
+            _publish_new(tmp, final)
+    except BaseException:
+        _unlink_quiet(tmp)
+        raise
+    fsync_dir(final.parent)
+
+
+def _publish_new(tmp: Path, final: Path) -> None:
+    try:
+        os.link(tmp, final)
+    except FileExistsError:
+        raise StoreError(
+            f"{final}: already exists; refusing to overwrite a committed file",
+            hint="another process is writing to this store: check `sluice store status` "
+            "and that the store's file system supports flock across hosts",
+        ) from None
+    except OSError as e:
+        if e.errno not in _LINK_UNSUPPORTED:
+            raise
+        if final.exists():
+            raise StoreError(f"{final}: already exists; refusing to overwrite a committed file") from None
+        os.replace(tmp, final)
+        return
+    os.unlink(tmp)
+
+
+def write_atomic(final: Path, data: bytes, *, overwrite: bool = True) -> None:
+    """Atomically and durably make ``final`` contain exactly ``data``."""
+    publish(write_temp(final, data), final, overwrite=overwrite)
+
+
+def temp_target(name: str) -> str | None:
+    """The final file name a temp file name was made for, or None if it is no temp name."""
+    m = _TMP_RE.match(name)
+    return m.group(1) if m else None
+
+
+def remove_stray_temps(directory: Path, targets: set[str] | None = None) -> list[Path]:
+    """Delete temp files (left by a crash) in ``directory``; only those for ``targets`` if given."""
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(directory))
+    except FileNotFoundError:
+        return removed
+    for entry in entries:
+        target = temp_target(entry.name)
+        if target is not None and (targets is None or target in targets):
+            _unlink_quiet(Path(entry.path))
+            removed.append(Path(entry.path))
+    if removed:
+        fsync_dir(directory)
+    return removed
+
+
+def _unlink_quiet(path: Path) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
