@@ -1,0 +1,242 @@
+"""The deployment config file (``sluice.yml``), parsed into frozen typed objects.
+
+One file describes a deployment: the binlog source, the batch store, the source data
+sources that mappings name (``srcDataSources``, as in canal's launcher), the adapter groups
+(``groups[].outerAdapters``, as canal's ``canalAdapters[].groups``) and Spark settings.
+Any string value may use ``${VAR}`` or ``${VAR:-default}``; a few keys can be overridden
+from the environment (see ``ENV_OVERRIDES``). Passwords come from ``password``,
+``passwordFile`` or ``passwordEnv`` and are held as :class:`Secret`, which never prints.
+Every error names the file and the key.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from pipeline.errors import ConfigError
+from pipeline.secrets import Secret, resolve_password
+
+ENV_OVERRIDES = {
+    "SLUICE_SOURCE_HOST": ("source", "host"),
+    "SLUICE_SOURCE_PORT": ("source", "port"),
+    "SLUICE_SOURCE_USER": ("source", "user"),
+    "SLUICE_SOURCE_PASSWORD": ("source", "password"),
+    "SLUICE_STORE_PATH": ("store", "path"),
+    "SLUICE_SPARK_MASTER": ("spark", "master"),
+}
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+
+class TableFilter(_Frozen):
+    """canal-style table filter: regexes over ``db.table`` (comma-separated or a list)."""
+
+    include: tuple[str, ...] = (".*\\..*",)
+    exclude: tuple[str, ...] = ()
+
+    @field_validator("include", "exclude", mode="before")
+    @classmethod
+    def _split(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            v = [p.strip() for p in v.split(",") if p.strip()]
+        for pattern in v or ():
+            try:
+                re.compile(pattern)
+            except re.error as e:
+                raise ValueError(f"bad regex {pattern!r}: {e}") from None
+        return v
+
+    def matches(self, database: str, table: str) -> bool:
+        """True if ``database.table`` is included and not excluded."""
+        name = f"{database}.{table}"
+        if not any(re.fullmatch(p, name, re.IGNORECASE) for p in self.include):
+            return False
+        return not any(re.fullmatch(p, name, re.IGNORECASE) for p in self.exclude)
+
+
+class SourceConfig(_Frozen):
+    """The MySQL/MariaDB server whose binlog is captured."""
+
+    name: str = Field("default", pattern=r"^[A-Za-z0-9_.-]{1,64}$")
+    host: str = "127.0.0.1"
+    port: int = Field(3306, ge=1, le=65535)
+    user: str = "root"
+    password: Secret = Secret("")
+    serverId: int = Field(6401, ge=1, le=2**32 - 1)
+    flavor: Literal["auto", "mariadb", "mysql"] = "auto"
+    filter: TableFilter = TableFilter()
+    heartbeatSeconds: float = Field(5.0, gt=0)
+    connectTimeout: float = Field(10.0, gt=0)
+    ssl: dict[str, str] | None = None
+
+
+class BatchLimits(_Frozen):
+    """When a batch is cut: whole transactions up to these limits."""
+
+    maxRows: int = Field(20000, ge=1)
+    maxBytes: int = Field(32 * 1024 * 1024, ge=1024)
+    maxSeconds: float = Field(5.0, gt=0)
+
+
+class StoreConfig(_Frozen):
+    """Where batches live (one folder per source below ``path``)."""
+
+    path: str = ".sluice/store"
+    batch: BatchLimits = BatchLimits()
+    retain: int = Field(0, ge=0)
+
+
+class DataSource(_Frozen):
+    """A database connection mappings name by key (``dataSourceKey``)."""
+
+    url: str
+    username: str | None = None
+    password: Secret = Secret("")
+
+
+class OuterAdapter(_Frozen):
+    """One target of a group (canal's ``outerAdapters`` entry)."""
+
+    name: Literal["rdb", "es", "es7", "es8", "hbase", "logger"]
+    key: str | None = None
+    hosts: str | None = None
+    properties: dict[str, Any] = {}
+
+
+class GroupConfig(_Frozen):
+    """A consumer group: its own ack cursor, adapters and mapping files."""
+
+    groupId: str = Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")
+    outerAdapters: tuple[OuterAdapter, ...] = ()
+    mappings: tuple[str, ...] = ()
+
+
+class SparkConfig(_Frozen):
+    """How the apply job runs."""
+
+    master: str = "local[*]"
+    partitions: int = Field(8, ge=1)
+    conf: dict[str, str] = {}
+
+
+class Config(_Frozen):
+    """A whole deployment."""
+
+    source: SourceConfig = SourceConfig()
+    store: StoreConfig = StoreConfig()
+    srcDataSources: dict[str, DataSource] = {}
+    groups: tuple[GroupConfig, ...] = ()
+    spark: SparkConfig = SparkConfig()
+    #: the file this was read from (for error messages and relative paths)
+    file: str = Field("<config>", exclude=True)
+
+    @model_validator(mode="after")
+    def _unique_groups(self) -> Config:
+        seen = set()
+        for g in self.groups:
+            if g.groupId in seen:
+                raise ValueError(f"groupId {g.groupId!r} appears twice")
+            seen.add(g.groupId)
+        return self
+
+    def store_dir(self) -> Path:
+        """The batch store folder of this source (relative paths: to the config file)."""
+        base = Path(self.store.path)
+        if not base.is_absolute() and self.file not in ("<config>", ""):
+            base = Path(self.file).resolve().parent / base
+        return base / self.source.name
+
+    def group(self, group_id: str) -> GroupConfig:
+        """The group with this id, or a ConfigError listing the known ones."""
+        for g in self.groups:
+            if g.groupId == group_id:
+                return g
+        known = ", ".join(g.groupId for g in self.groups) or "none"
+        raise ConfigError(self.file, "groups", f"no group {group_id!r} (known: {known})")
+
+
+def _interpolate(value: Any, file: str, key: str) -> Any:
+    if isinstance(value, dict):
+        return {k: _interpolate(v, file, f"{key}.{k}" if key else str(k)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_interpolate(v, file, f"{key}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, str):
+        def sub(m: re.Match) -> str:
+            var, default = m.group(1), m.group(2)
+            if var in os.environ:
+                return os.environ[var]
+            if default is not None:
+                return default
+            raise ConfigError(file, key, f"environment variable {var} is not set",
+                              hint=f"export {var}=... or write ${{{var}:-default}}")
+        return _VAR.sub(sub, value)
+    return value
+
+
+def _apply_passwords(raw: dict, file: str) -> None:
+    """Turn password/passwordFile/passwordEnv into one ``password`` Secret per section."""
+    sections = [("source", raw.get("source"))]
+    sections += [(f"srcDataSources.{k}", v) for k, v in (raw.get("srcDataSources") or {}).items()]
+    for where, sec in sections:
+        if isinstance(sec, dict):
+            sec["password"] = resolve_password(sec, file, where)
+
+
+def _error_key(loc: tuple) -> str:
+    return ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in loc).replace(".[", "[")
+
+
+def parse_config(raw: Any, file: str = "<config>", env: dict[str, str] | None = None) -> Config:
+    """Validate a loaded YAML document into a Config; errors name ``file`` and the key."""
+    env = os.environ if env is None else env
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ConfigError(file, None, f"expected a mapping at the top, got {type(raw).__name__}")
+    raw = _interpolate(raw, file, "")
+    for var, (section, key) in ENV_OVERRIDES.items():
+        if var in env:
+            sec = raw.setdefault(section, {})
+            if not isinstance(sec, dict):
+                raise ConfigError(file, section, "expected a mapping")
+            sec[key] = env[var]
+            if key == "password":
+                sec.pop("passwordFile", None)
+                sec.pop("passwordEnv", None)
+    _apply_passwords(raw, file)
+    try:
+        return Config.model_validate({**raw, "file": file})
+    except ValidationError as e:
+        err = e.errors()[0]
+        more = f" (and {len(e.errors()) - 1} more problem(s))" if len(e.errors()) > 1 else ""
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key (check the spelling; see docs/config.md)"
+        raise ConfigError(file, _error_key(err["loc"]) or None, msg + more) from None
+
+
+def load_config(path: str | os.PathLike) -> Config:
+    """Read and validate a config file."""
+    file = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(file, None, "file not found") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(file, None, f"cannot read: {e}") from None
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        raise ConfigError(file, None, f"{where}not valid YAML ({getattr(e, 'problem', e)})") from None
+    return parse_config(raw, file)

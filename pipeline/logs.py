@@ -1,0 +1,66 @@
+"""Structured logging: one key=value (or JSON) line per event, never a password.
+
+``configure()`` is called once by the CLI. ``redact`` scrubs any value whose key looks like
+a secret and any known secret value that slipped into a message.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+
+import structlog
+
+_SECRET_KEYS = ("password", "passwd", "secret", "token")
+_known_secrets: set[str] = set()
+
+
+def register_secret(value: str) -> None:
+    """Remember a secret value so that it is masked wherever it appears in a log line."""
+    if value and len(value) >= 3:
+        _known_secrets.add(value)
+
+
+def mask(text: str) -> str:
+    """Replace every registered secret in ``text`` with ``***``."""
+    for s in _known_secrets:
+        text = text.replace(s, "***")
+    return text
+
+
+def redact(_logger, _name, event: dict) -> dict:
+    """structlog processor: hide secret-looking keys and registered secret values."""
+    for k, v in list(event.items()):
+        if any(s in k.lower() for s in _SECRET_KEYS):
+            event[k] = "***"
+        elif isinstance(v, str):
+            event[k] = mask(v)
+    return event
+
+
+def configure(level: str | None = None, json_lines: bool | None = None) -> None:
+    """Set up structlog (stderr). SLUICE_LOG_LEVEL / SLUICE_LOG_JSON override."""
+    level = (level or os.environ.get("SLUICE_LOG_LEVEL", "INFO")).upper()
+    if json_lines is None:
+        json_lines = os.environ.get("SLUICE_LOG_JSON", "") in ("1", "true", "yes")
+    logging.basicConfig(level=level, stream=sys.stderr, format="%(message)s")
+    renderer = (structlog.processors.JSONRenderer() if json_lines
+                else structlog.processors.KeyValueRenderer(key_order=["ts", "level", "event"]))
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", key="ts"),
+            redact,
+            renderer,
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level)),
+        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        cache_logger_on_first_use=False,
+    )
+
+
+def get_logger(name: str = "sluice"):
+    """A structlog logger bound to a component name."""
+    return structlog.get_logger(component=name)
