@@ -7,7 +7,7 @@ which pull Hadoop 3 in), hbase-thrift, libthrift and a log4j2 backend, and
 ``mvn dependency:copy-dependencies`` copies the whole closure into ``lib/``. Maven Central
 carries hbase-thrift only up to 2.6.1 and only in the default (Hadoop 2) flavour, so that
 one jar comes from 2.6.1 with all of its dependencies excluded; the rest of the classpath is
-the 2.6.x ``-hadoop3`` line (see docs/services_hbase.md).
+the 2.6.x ``-hadoop3`` line (see docs/services.md, "HBase").
 
 Both JVMs get the module flags HBase's own launcher (bin/hbase) adds on JDK 11+. Data is
 ephemeral: the root dir and ZooKeeper state are wiped on every start.

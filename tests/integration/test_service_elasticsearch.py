@@ -1,6 +1,6 @@
 """The suite's Elasticsearch server (scripts/svc/elasticsearch.py), exercised for real.
 
-One test per capability docs/services_elasticsearch.md claims, and one per documented gap
+One test per capability docs/services.md ("Elasticsearch") claims, and one per documented gap
 (the integ-test-zip build lacks parent-join, reindex, mapper-extras, lang-painless,
 analysis-common, ingest-common and rest-root): if the server ever changes, these say so.
 """
