@@ -1,0 +1,116 @@
+"""The contract every target adapter implements, and the records that cross it.
+
+An adapter is one subpackage (``adapters/<name>/``) with the same small file set:
+``config.py`` (frozen, picklable target settings), ``writer.py`` (the :class:`Writer`),
+``errors.py`` (the one place where driver exceptions become Sluice's transient/terminal
+errors) and ``values.py`` (Dml strings -> target values). Writers are created on the
+executor from plain config (never shipped open), in the same split as PySpark's
+``DataSourceWriter``: ``write`` on executors, commit/abort on the driver.
+
+Life cycle on an executor, per partition::
+
+    w = make_writer(target, mappings); w.open()
+    for chunk in chunks(changes, commitBatch):   # changes already in source order per key
+        w.apply(mapping, chunk); w.commit()      # or w.rollback() and stop on error
+    w.close()
+"""
+
+from __future__ import annotations
+
+import abc
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+ChangeKind = Literal["INSERT", "UPDATE", "DELETE", "TRUNCATE"]
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One single-row change, as the job hands it to an adapter.
+
+    ``data`` is the after-image (for DELETE the before-image); values are the Dml strings
+    (or None). ``old`` holds, for UPDATE, the before-values of the changed columns only.
+    A primary-key-changing UPDATE never reaches an adapter: the job turns it into a DELETE
+    of the old key and an INSERT of the new row. ``seq`` = (batchId, event seq, row index).
+    """
+
+    kind: ChangeKind
+    database: str
+    table: str
+    data: dict[str, str | None]
+    old: dict[str, str | None] | None = None
+    pk_names: tuple[str, ...] = ()
+    mysql_type: dict[str, str] = field(default_factory=dict)
+    seq: tuple[int, int, int] = (0, 0, 0)
+
+
+@dataclass(frozen=True, slots=True)
+class DdlChange:
+    """A DDL statement from the binlog (applied on the driver, between DML segments)."""
+
+    kind: str  # CREATE | ALTER | ERASE | RENAME | TRUNCATE | CINDEX | DINDEX | QUERY
+    database: str
+    table: str
+    sql: str
+    seq: tuple[int, int, int] = (0, 0, 0)
+
+
+@dataclass
+class ApplyStats:
+    """What a writer did; picklable, summed by the driver. Keys are ``db.table``."""
+
+    inserted: Counter = field(default_factory=Counter)
+    updated: Counter = field(default_factory=Counter)
+    deleted: Counter = field(default_factory=Counter)
+    skipped: Counter = field(default_factory=Counter)  # duplicate-key skips (replays)
+    dead_lettered: Counter = field(default_factory=Counter)
+
+    def add(self, other: ApplyStats) -> ApplyStats:
+        for name in ("inserted", "updated", "deleted", "skipped", "dead_lettered"):
+            getattr(self, name).update(getattr(other, name))
+        return self
+
+    def total(self) -> int:
+        return sum(sum(getattr(self, n).values()) for n in ("inserted", "updated", "deleted", "skipped"))
+
+    def as_dict(self) -> dict[str, dict[str, int]]:
+        return {n: dict(getattr(self, n)) for n in ("inserted", "updated", "deleted", "skipped", "dead_lettered")}
+
+
+class Writer(abc.ABC):
+    """One open connection to one target, applying the changes of its mappings."""
+
+    def __init__(self, target: Any, mappings: tuple[Any, ...]):
+        self.target = target
+        self.mappings = mappings
+        self.stats = ApplyStats()
+
+    @abc.abstractmethod
+    def check(self) -> None:
+        """Pre-flight on the driver: connect, and check every mapping's target exists and
+        fits (raise ConfigError/TargetError with one actionable message)."""
+
+    @abc.abstractmethod
+    def open(self) -> None:
+        """Connect (pooled per executor process) and begin."""
+
+    @abc.abstractmethod
+    def apply(self, mapping: Any, changes: list[Change]) -> None:
+        """Apply changes of one mapping in the given order, inside the open transaction.
+        Raise TransientError (worth a retry of the chunk) or TargetError (terminal)."""
+
+    def apply_ddl(self, mapping: Any, ddl: DdlChange) -> None:  # noqa: B027 - optional hook
+        """Apply or react to a DDL (driver side). Default: nothing to do."""
+
+    @abc.abstractmethod
+    def commit(self) -> None:
+        """Make the applied chunk durable."""
+
+    @abc.abstractmethod
+    def rollback(self) -> None:
+        """Discard the current chunk."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Release the connection."""

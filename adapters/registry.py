@@ -1,0 +1,54 @@
+"""Adapter kinds by name: target configs from a group's ``outerAdapters`` and writers.
+
+The one place that knows which subpackage serves which canal adapter name
+(``rdb``; ``es``/``es7``/``es8``; ``hbase``), imported lazily so an executor loads only
+what its partition uses.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Any
+
+from pipeline.errors import ConfigError
+
+KINDS = {"rdb": "rdb", "es": "es", "es7": "es", "es8": "es", "hbase": "hbase"}
+_epoch = {"value": -1}
+
+
+def kind_of(adapter_name: str) -> str:
+    """The mapping kind (rdb/es/hbase) an outerAdapter ``name`` serves."""
+    return KINDS[adapter_name]
+
+
+def _module(kind: str):
+    return importlib.import_module(f"adapters.{kind}")
+
+
+def target_from_adapter(adapter: Any, file: str, key: str) -> Any:
+    """Build the frozen target config of one ``outerAdapters`` entry (errors name file/key)."""
+    kind = KINDS.get(adapter.name)
+    if kind is None:
+        raise ConfigError(file, f"{key}.name", f"adapter {adapter.name!r} cannot write (known: rdb, es, hbase)")
+    mod = _module(kind)
+    if not hasattr(mod, "target_from_adapter"):
+        raise ConfigError(file, f"{key}.name", f"the {kind} adapter is not available in this version")
+    return mod.target_from_adapter(adapter, file, key)
+
+
+def make_writer(kind: str, target: Any, mappings: tuple) -> Any:
+    """A new (unopened) writer for a target."""
+    return _module(kind).make_writer(target, mappings)
+
+
+def reset_caches(epoch: int) -> None:
+    """Drop every loaded adapter's schema caches when the job's DDL epoch moved on."""
+    if _epoch["value"] == epoch:
+        return
+    _epoch["value"] = epoch
+    for kind in set(KINDS.values()):
+        mod = sys.modules.get(f"adapters.{kind}")  # only adapters this process has loaded
+        reset = getattr(mod, "reset_caches", None) if mod else None
+        if reset is not None:
+            reset()

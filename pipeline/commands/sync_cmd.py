@@ -1,0 +1,70 @@
+"""``sluice sync`` (apply pending batches with Spark) and ``sluice package`` (files for spark-submit)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import zipfile
+from pathlib import Path
+
+import typer
+
+from pipeline import __version__
+from pipeline.cli import app
+from pipeline.config import load_config
+from pipeline.logs import get_logger
+
+log = get_logger("sync")
+ENTRY = '''"""spark-submit entry of Sluice: the same arguments as `sluice sync`."""
+import sys
+
+from pipeline.cli import main
+
+sys.exit(main(["sync", *sys.argv[1:]]))
+'''
+
+
+@app.command("sync")
+def sync(
+    config: str = typer.Option(..., "--config", "-c", help="The deployment config file."),
+    group: str = typer.Option(..., "--group", "-g", help="The consumer group (groupId) to apply."),
+    max_batches: int = typer.Option(50, "--max-batches", min=1, help="Batches per Spark round."),
+    partitions: int = typer.Option(0, "--partitions", min=0, help="Partitions (0: spark.partitions)."),
+    master: str = typer.Option(None, "--master", help="Spark master (default: spark.master, local[*])."),
+    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+) -> None:
+    """Apply the group's pending batches through Spark; ack only when every partition committed."""
+    from pipeline.job.driver import run_sync
+    from pipeline.job.session import get_spark
+
+    cfg = load_config(config)
+    cfg.group(group)  # fail fast on an unknown group, before Spark starts
+    spark = get_spark(cfg.spark, f"sluice-sync-{group}", master)
+    summary = run_sync(cfg, group, spark, max_batches=max_batches, partitions=partitions or None)
+    out = summary.as_dict()
+    if as_json:
+        typer.echo(json.dumps(out))
+    else:
+        typer.echo(f"sync {group}: {out['batches']} batches, {out['rows']} rows, {out['ddl']} DDL in "
+                   f"{out['seconds']} s ({out['rows_per_s']} rows/s); cursor {out['cursor']}; "
+                   f"inserted {sum(out['inserted'].values())}, updated {sum(out['updated'].values())}, "
+                   f"deleted {sum(out['deleted'].values())}, skipped duplicates {sum(out['skipped'].values())}")
+
+
+@app.command("package")
+def package(out: str = typer.Option("dist", "--out", help="Output folder.")) -> None:
+    """Build the --py-files zip and the entry script for spark-submit, and print the command."""
+    root = Path(__file__).resolve().parents[2]
+    dest = Path(out)
+    dest.mkdir(parents=True, exist_ok=True)
+    zpath = dest / f"sluice-{__version__}.zip"
+    with zipfile.ZipFile(zpath, "w", zipfile.ZIP_DEFLATED) as z:
+        for pkg in ("pipeline", "adapters"):
+            for f in sorted((root / pkg).rglob("*.py")):
+                z.write(f, f.relative_to(root).as_posix())
+    entry = dest / "sluice_submit.py"
+    entry.write_text(ENTRY)
+    shutil.copymode(__file__, entry)
+    typer.echo(f"wrote {zpath} and {entry}; run:\n"
+               f"  spark-submit --master spark://HOST:7077 --py-files {zpath} {entry} "
+               "--config sluice.yml --group g1")

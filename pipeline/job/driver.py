@@ -1,0 +1,165 @@
+"""The driver side of a sync: pending batches -> segments -> partitions -> ack.
+
+``run_sync`` holds the group's apply lock, takes pending batches from the store (verified),
+cuts them at DDL barriers that concern the group's mappings, runs one Spark job per DML
+segment (applied on executors by :mod:`pipeline.job.partition`), applies each barrier DDL
+on the driver, and acks the batches, in order, only when every partition of every segment
+committed. Any failure: no ack, a message naming table/key/error, a non-zero exit.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from adapters.base import ApplyStats, Change, DdlChange
+from adapters.registry import make_writer, reset_caches
+from pipeline.config import Config
+from pipeline.errors import SluiceError
+from pipeline.job.group import GroupPlan, load_group
+from pipeline.job.partition import JobContext, apply_function
+from pipeline.job.plan import partitioned_changes, segments
+from pipeline.job.schema import DML_SCHEMA, RESULT_SCHEMA
+from pipeline.logs import get_logger
+from pipeline.store import BatchStore
+
+log = get_logger("sync")
+
+
+class ApplyFailed(SluiceError):
+    """At least one partition did not commit; nothing was acked."""
+
+    exit_code = 1
+
+
+@dataclass
+class SyncSummary:
+    """What one ``sluice sync`` did."""
+
+    group: str
+    batches: int = 0
+    rows: int = 0
+    ddl: int = 0
+    seconds: float = 0.0
+    acked_to: int = 0
+    stats: ApplyStats = field(default_factory=ApplyStats)
+
+    def as_dict(self) -> dict:
+        rate = self.rows / self.seconds if self.seconds else 0.0
+        return {"group": self.group, "batches": self.batches, "rows": self.rows, "ddl": self.ddl,
+                "seconds": round(self.seconds, 3), "rows_per_s": round(rate, 1), "cursor": self.acked_to,
+                **self.stats.as_dict()}
+
+
+def run_sync(cfg: Config, group_id: str, spark: SparkSession, *, max_batches: int = 50,
+             partitions: int | None = None, fail_after_rows: int | None = None) -> SyncSummary:
+    """Apply every pending batch of ``group_id``; ack only what fully committed."""
+    plan = load_group(cfg, group_id)
+    plan.check()
+    store = BatchStore(cfg.store_dir(), create=False)
+    summary = SyncSummary(group_id)
+    t0 = time.monotonic()
+    nparts = partitions or cfg.spark.partitions
+    with store.apply_lock(group_id):
+        summary.acked_to = store.cursor(group_id)
+        epoch = 0
+        while True:
+            batches = store.get(group_id, max_batches)
+            if not batches:
+                break
+            paths = store.paths(batches, uri=True)
+            ids = [b.batch_id for b in batches]
+            log.info("round", group=group_id, batches=f"{ids[0]}..{ids[-1]}",
+                     rows=sum(b.rows for b in batches))
+            dml = (spark.read.schema(DML_SCHEMA).option("mode", "FAILFAST").json(paths)
+                   .persist())
+            try:
+                barriers = _barriers(dml, plan)
+                for seg in segments(barriers):
+                    ctx = JobContext(plan.mappings, plan.mapping_target, plan.targets, epoch,
+                                     fail_after_rows=fail_after_rows)
+                    _run_segment(spark, dml, seg, plan, ctx, nparts, summary)
+                    if seg.ddl is not None:
+                        _apply_ddl(plan, seg.ddl)
+                        summary.ddl += 1
+                        epoch += 1
+                        reset_caches(epoch)
+            except BaseException:
+                store.rollback(group_id)
+                raise
+            finally:
+                dml.unpersist()
+            for b in batches:
+                store.ack(group_id, b.batch_id)
+            summary.batches += len(batches)
+            summary.acked_to = ids[-1]
+            log.info("acked", group=group_id, cursor=ids[-1])
+    summary.seconds = time.monotonic() - t0
+    return summary
+
+
+def _barriers(dml, plan: GroupPlan) -> list[DdlChange]:
+    """DDL lines that concern a mapping of the group, in order (DML around them is cut)."""
+    rows = (dml.where(F.coalesce(F.col("isDdl"), F.lit(False)))
+            .select("batchId", "seq", "database", "table", "type", "sql")
+            .orderBy("batchId", "seq").collect())
+    out = []
+    for r in rows:
+        ddl = DdlChange(r["type"] or "QUERY", r["database"] or "", r["table"] or "", r["sql"] or "",
+                        (r["batchId"], r["seq"], 0))
+        if plan.mappings_for(ddl.database, ddl.table):
+            out.append(ddl)
+    return out
+
+
+def _run_segment(spark, dml, seg, plan: GroupPlan, ctx: JobContext, nparts: int, summary: SyncSummary) -> None:
+    t0 = time.monotonic()
+    changes = partitioned_changes(dml, seg, plan.routes, nparts)
+    try:
+        results = changes.mapInArrow(apply_function(ctx), RESULT_SCHEMA).collect()
+    except Exception as e:  # noqa: BLE001 - a lost executor, a killed task, a Spark failure
+        first = str(e).strip().splitlines()[0][:500] if str(e).strip() else type(e).__name__
+        raise ApplyFailed(f"the Spark job failed, nothing was acked: {first}",
+                          hint="fix the cause and run sync again; replays are idempotent") from None
+    failed = [r for r in results if not r["ok"]]
+    for r in results:
+        stats = json.loads(r["stats"] or "{}")
+        part = ApplyStats()
+        for name, counts in stats.items():
+            getattr(part, name).update(counts)
+        summary.stats.add(part)
+        summary.rows += r["rows"] or 0
+    secs = time.monotonic() - t0
+    rows = sum(r["rows"] or 0 for r in results)
+    log.info("segment", rows=rows, partitions=len(results), seconds=round(secs, 2),
+             rows_per_s=round(rows / secs) if secs else 0, failed=len(failed))
+    if failed:
+        lines = [f"partition {r['partition']}: table {r['error_table']} key {r['error_key']}: {r['error']}"
+                 for r in failed]
+        raise ApplyFailed(f"{len(failed)} of {len(results)} partitions failed; no batch was acked:\n  "
+                          + "\n  ".join(lines), hint="fix the cause and run sync again; replays are idempotent")
+
+
+def _apply_ddl(plan: GroupPlan, ddl: DdlChange) -> None:
+    """Apply a barrier DDL (or TRUNCATE) to the targets of the mappings it concerns."""
+    for midx in plan.mappings_for(ddl.database, ddl.table):
+        mapping = plan.mappings[midx]
+        kind, target = plan.targets[plan.mapping_target[midx]]
+        writer = make_writer(kind, target, (mapping,))
+        writer.open()
+        try:
+            if ddl.kind == "TRUNCATE":
+                writer.apply(mapping, [Change("TRUNCATE", ddl.database, ddl.table, {}, seq=ddl.seq)])
+            else:
+                writer.apply_ddl(mapping, ddl)
+            writer.commit()
+        except BaseException:
+            writer.rollback()
+            raise
+        finally:
+            writer.close()
+        log.info("ddl", database=ddl.database, table=ddl.table, kind=ddl.kind, mapping=mapping.file)

@@ -1,0 +1,125 @@
+"""A consumer group resolved for a run: its mappings, the target each one writes to,
+the routes that pick their changes, and the pre-flight checks done on the driver."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pymysql
+
+from adapters.registry import kind_of, make_writer, target_from_adapter
+from pipeline.config import Config
+from pipeline.errors import ConfigError, SourceError
+from pipeline.job.routing import Route, routes_for
+from pipeline.mapping import DbMapping, Mapping, load_mappings
+
+
+@dataclass(frozen=True)
+class GroupPlan:
+    """Everything about a group the driver and (pickled) the executors need."""
+
+    config: Config
+    group_id: str
+    mappings: tuple[Mapping, ...]
+    mapping_target: tuple[str, ...]
+    targets: dict
+    routes: list[Route]
+
+    def mappings_for(self, database: str, table: str) -> list[int]:
+        """Indices of the mappings that a change of ``database.table`` concerns."""
+        return [i for i, m in enumerate(self.mappings) if m.matches(database, table)]
+
+    def check(self) -> None:
+        """Pre-flight: mappings fit the source tables, and every target answers and fits."""
+        check_against_source(self.config, self.mappings)
+        for tid, (kind, target) in self.targets.items():
+            used = tuple(m for i, m in enumerate(self.mappings) if self.mapping_target[i] == tid)
+            if used:
+                make_writer(kind, target, used).check()
+
+
+def load_group(cfg: Config, group_id: str) -> GroupPlan:
+    """Resolve a group of the config: load its mappings and pair each with its target."""
+    group = cfg.group(group_id)
+    gi = cfg.groups.index(group)
+    base = Path(cfg.file).resolve().parent if cfg.file not in ("", "<config>") else Path.cwd()
+    if not group.mappings:
+        raise ConfigError(cfg.file, f"groups[{gi}].mappings", "lists no mapping files")
+    mappings = load_mappings(group.mappings, base_dir=base)
+    if not mappings:
+        raise ConfigError(cfg.file, f"groups[{gi}].mappings",
+                          f"no mapping file matches {', '.join(group.mappings)} (relative to {base})")
+    targets: dict[str, tuple[str, object]] = {}
+    by_kind: dict[str, list[tuple[str, str | None]]] = {}
+    for ai, adapter in enumerate(group.outerAdapters):
+        key = f"groups[{gi}].outerAdapters[{ai}]"
+        if adapter.name == "logger":
+            continue
+        kind = kind_of(adapter.name)
+        tid = f"{kind}:{adapter.key or ai}"
+        targets[tid] = (kind, target_from_adapter(adapter, cfg.file, key))
+        by_kind.setdefault(kind, []).append((tid, adapter.key))
+    chosen = []
+    for m in mappings:
+        candidates = by_kind.get(m.kind, [])
+        if m.outerAdapterKey:
+            hit = [tid for tid, k in candidates if k == m.outerAdapterKey]
+            if not hit:
+                keys = ", ".join(str(k) for _, k in candidates) or "none"
+                raise ConfigError(m.file, "outerAdapterKey", f"no {m.kind} adapter with key "
+                                  f"{m.outerAdapterKey!r} in group {group_id} of {cfg.file} (keys: {keys})")
+        else:
+            hit = [tid for tid, _ in candidates]
+            if len(hit) > 1:
+                raise ConfigError(m.file, "outerAdapterKey", f"group {group_id} has {len(hit)} {m.kind} "
+                                  "adapters: name one with outerAdapterKey")
+            if not hit:
+                raise ConfigError(cfg.file, f"groups[{gi}].outerAdapters",
+                                  f"no {m.kind} adapter for mapping {m.file}")
+        chosen.append(hit[0])
+    routes = [r for i, m in enumerate(mappings) for r in routes_for(i, m)]
+    return GroupPlan(cfg, group_id, tuple(mappings), tuple(chosen), targets, routes)
+
+
+def check_against_source(cfg: Config, mappings: tuple[Mapping, ...]) -> None:
+    """Every mapped source table exists and has the columns/PK the mapping names."""
+    s = cfg.source
+    try:
+        conn = pymysql.connect(host=s.host, port=s.port, user=s.user, password=s.password.reveal(),
+                               connect_timeout=s.connectTimeout, charset="utf8mb4")
+    except pymysql.MySQLError as e:
+        raise SourceError(f"cannot connect to the source {s.user}@{s.host}:{s.port}: {e.args[-1]}",
+                          hint="check source.host/port/user/password in " + cfg.file) from None
+    try:
+        with conn.cursor() as cur:
+            for m in mappings:
+                spec = m.spec
+                if not isinstance(spec, DbMapping):
+                    continue  # ES/HBase mappings are checked by their adapters
+                tables = [spec.table] if not spec.mirrorDb else _tables(cur, spec.database)
+                if spec.mirrorDb and not tables:
+                    raise ConfigError(m.file, "dbMapping.database",
+                                      f"source database {spec.database!r} has no tables (or does not exist)")
+                for t in tables:
+                    cols, pk = _columns(cur, spec.database, t)
+                    if not cols:
+                        raise ConfigError(m.file, "dbMapping.table",
+                                          f"source table {spec.database}.{t} does not exist on "
+                                          f"{s.host}:{s.port}")
+                    m.validate_against_source(cols, pk, t)
+    finally:
+        conn.close()
+
+
+def _tables(cur, database: str) -> list[str]:
+    cur.execute("SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA=%s "
+                "AND TABLE_TYPE='BASE TABLE' ORDER BY TABLE_NAME", (database,))
+    return [r[0] for r in cur.fetchall()]
+
+
+def _columns(cur, database: str, table: str) -> tuple[list[str], list[str]]:
+    cur.execute("SELECT COLUMN_NAME, COLUMN_KEY FROM information_schema.COLUMNS "
+                "WHERE TABLE_SCHEMA=%s AND TABLE_NAME=%s ORDER BY ORDINAL_POSITION", (database, table))
+    rows = cur.fetchall()
+    return [r[0] for r in rows], [r[0] for r in rows if r[1] == "PRI"]

@@ -1,0 +1,166 @@
+"""What runs on an executor: apply one partition's changes through the adapters.
+
+The function shipped to executors closes over a :class:`JobContext` (plain frozen data:
+mappings and target configs, no open clients). Each partition opens one writer per target,
+applies its changes in order in chunks of the mapping's ``commitBatch`` (one transaction
+per chunk, transient errors retried with backoff), and yields exactly one result row:
+counts, or the first terminal error with its table and key. It never raises for a target
+error, so the driver sees every partition's outcome and decides about the ack.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from adapters.base import ApplyStats, Change
+from pipeline.errors import SluiceError, TransientError
+
+RESULT_FIELDS = [("partition", pa.int32()), ("ok", pa.bool_()), ("rows", pa.int64()), ("stats", pa.string()),
+                 ("error", pa.string()), ("error_table", pa.string()), ("error_key", pa.string()),
+                 ("seconds", pa.string())]
+RESULT_ARROW = pa.schema(RESULT_FIELDS)
+
+
+@dataclass(frozen=True)
+class JobContext:
+    """Everything an executor needs, picklable: mappings, which target each uses, retries."""
+
+    mappings: tuple                      # pipeline.mapping.Mapping, by midx
+    mapping_target: tuple[str, ...]      # target id per midx
+    targets: dict                        # target id -> (kind, frozen target config)
+    epoch: int = 0                       # bumps after each DDL: executors drop schema caches
+    retries: int = 5
+    backoff_max: float = 20.0
+    fail_after_rows: int | None = field(default=None)  # test hook: crash mid-apply
+
+
+class _PartitionRun:
+    def __init__(self, ctx: JobContext, pid: int):
+        from adapters.registry import make_writer, reset_caches
+
+        reset_caches(ctx.epoch)
+        self.ctx, self.pid = ctx, pid
+        self.writers = {}
+        self._make_writer = make_writer
+        self.stats = ApplyStats()
+        self.rows = 0
+
+    def writer(self, midx: int):
+        tid = self.ctx.mapping_target[midx]
+        w = self.writers.get(tid)
+        if w is None:
+            kind, target = self.ctx.targets[tid]
+            mappings = tuple(m for i, m in enumerate(self.ctx.mappings) if self.ctx.mapping_target[i] == tid)
+            w = self.writers[tid] = self._make_writer(kind, target, mappings)
+            w.open()
+        return w
+
+    def flush(self, midx: int, chunk: list[Change]) -> None:
+        """Apply one chunk in one transaction, retrying transient failures with backoff."""
+        mapping = self.ctx.mappings[midx]
+        delay = 0.5
+        for attempt in range(1, self.ctx.retries + 1):
+            w = self.writer(midx)
+            try:
+                w.apply(mapping, chunk)
+                w.commit()
+                self.rows += len(chunk)
+                if self.ctx.fail_after_rows is not None and self.rows >= self.ctx.fail_after_rows:
+                    import os
+                    os._exit(137)  # simulate a kill -9 of the executor after a commit
+                return
+            except TransientError:
+                self._discard(midx)
+                if attempt == self.ctx.retries:
+                    raise
+                time.sleep(delay)
+                delay = min(delay * 2, self.ctx.backoff_max)
+
+    def _discard(self, midx: int) -> None:
+        tid = self.ctx.mapping_target[midx]
+        w = self.writers.pop(tid, None)
+        if w is not None:
+            for step in (w.rollback, w.close):
+                try:
+                    step()
+                except Exception:  # noqa: BLE001 - the connection is already broken
+                    pass
+
+    def abort(self) -> None:
+        """Roll back and release every writer after a failure."""
+        for midx in range(len(self.ctx.mappings)):
+            self._discard(midx)
+
+    def close(self) -> None:
+        for w in self.writers.values():
+            self.stats.add(w.stats)
+            w.close()
+
+
+def _changes(batch: pa.RecordBatch) -> Iterator[tuple[int, Change]]:
+    cols = batch.to_pydict()
+    for i in range(batch.num_rows):
+        o = cols["o"][i]
+        yield cols["midx"][i], Change(
+            kind=cols["kind"][i], database=cols["database"][i], table=cols["table"][i],
+            data=dict(cols["d"][i] or ()), old=dict(o) if o is not None else None,
+            pk_names=tuple(cols["pkNames"][i] or ()), mysql_type=dict(cols["mysqlType"][i] or ()),
+            seq=(cols["batchId"][i], cols["seq"][i], cols["row"][i]))
+
+
+def _result(pid: int, ok: bool, rows: int, stats: ApplyStats, t0: float, error: str | None = None,
+            table: str | None = None, key: str | None = None) -> pa.RecordBatch:
+    row = {"partition": pid, "ok": ok, "rows": rows, "stats": json.dumps(stats.as_dict()), "error": error,
+           "error_table": table, "error_key": key, "seconds": f"{time.monotonic() - t0:.3f}"}
+    return pa.RecordBatch.from_pylist([row], schema=RESULT_ARROW)
+
+
+def apply_function(ctx: JobContext):
+    """The ``mapInArrow`` function for one job segment."""
+    def apply_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyspark import TaskContext
+
+        tc = TaskContext.get()
+        pid = tc.partitionId() if tc else 0
+        t0 = time.monotonic()
+        run = _PartitionRun(ctx, pid)
+        pending: dict[int, list[Change]] = {}
+        current: Change | None = None
+        try:
+            for batch in batches:
+                for midx, change in _changes(batch):
+                    current = change
+                    buf = pending.setdefault(midx, [])
+                    buf.append(change)
+                    if len(buf) >= _commit_batch(ctx.mappings[midx]):
+                        run.flush(midx, buf)
+                        pending[midx] = []
+            for midx, buf in pending.items():
+                if buf:
+                    current = buf[0]
+                    run.flush(midx, buf)
+            run.close()
+        except Exception as e:  # noqa: BLE001 - every failure becomes this partition's result
+            run.abort()
+            if not isinstance(e, SluiceError):
+                e = SluiceError(f"{type(e).__name__}: {e}")
+            table = getattr(e, "table", None) or (f"{current.database}.{current.table}" if current else None)
+            key = getattr(e, "key", None) or (_key_text(current) if current else None)
+            yield _result(pid, False, run.rows, run.stats, t0, str(e), table, key)
+            return
+        yield _result(pid, True, run.rows, run.stats, t0)
+    return apply_partition
+
+
+def _commit_batch(mapping) -> int:
+    return int(getattr(mapping.spec, "commitBatch", 3000) or 3000)
+
+
+def _key_text(change: Change) -> str:
+    names = change.pk_names or tuple(change.data)[:1]
+    return ", ".join(f"{n}={change.data.get(n)!r}" for n in names)

@@ -1,0 +1,55 @@
+"""Fixed Spark schemas: the Dml batch line (canal flatMessage + Sluice fields), the
+single-row change the executors receive, and the per-partition result."""
+
+from __future__ import annotations
+
+from pyspark.sql.types import (
+    ArrayType,
+    BooleanType,
+    IntegerType,
+    LongType,
+    MapType,
+    StringType,
+    StructField,
+    StructType,
+)
+
+_STR_MAP = MapType(StringType(), StringType(), valueContainsNull=True)
+
+#: One batch-file line: one Dml per binlog rows event (or one DDL).
+DML_SCHEMA = StructType([
+    StructField("id", LongType()),
+    StructField("database", StringType()),
+    StructField("table", StringType()),
+    StructField("type", StringType()),
+    StructField("isDdl", BooleanType()),
+    StructField("sql", StringType()),
+    StructField("pkNames", ArrayType(StringType())),
+    StructField("data", ArrayType(_STR_MAP)),
+    StructField("old", ArrayType(_STR_MAP)),
+    StructField("mysqlType", _STR_MAP),
+    StructField("sqlType", MapType(StringType(), IntegerType())),
+    StructField("es", LongType()),
+    StructField("ts", LongType()),
+    StructField("gtid", StringType()),
+    StructField("logfile", StringType()),
+    StructField("logpos", LongType()),
+    StructField("batchId", LongType()),
+    StructField("seq", LongType()),
+])
+
+#: One single-row change routed to one mapping (what a partition holds).
+CHANGE_COLUMNS = ["midx", "kind", "database", "table", "d", "o", "pkNames", "mysqlType",
+                  "batchId", "seq", "row", "sub"]
+
+#: What each partition returns to the driver.
+RESULT_SCHEMA = StructType([
+    StructField("partition", IntegerType()),
+    StructField("ok", BooleanType()),
+    StructField("rows", LongType()),
+    StructField("stats", StringType()),     # JSON of ApplyStats.as_dict()
+    StructField("error", StringType()),     # one actionable message, or null
+    StructField("error_table", StringType()),
+    StructField("error_key", StringType()),
+    StructField("seconds", StringType()),
+])
