@@ -36,3 +36,32 @@ def status(
     for name, holder in (st.get("locks") or {}).items():
         if holder:
             typer.echo(f"lock {name}: {holder}")
+
+
+@store_app.command("set-cursor")
+def set_cursor(
+    config: str = typer.Option(..., "--config", "-c", help="The deployment config file."),
+    group: str = typer.Option(..., "--group", "-g", help="The consumer group."),
+    to: int = typer.Option(..., "--to", min=0, help="The last batch to treat as applied (0: replay all)."),
+) -> None:
+    """Move a group's cursor, e.g. back to 0 to apply every stored batch again (replays are idempotent)."""
+    from pipeline.store import BatchStore
+
+    cfg = load_config(config)
+    store = BatchStore(cfg.store_dir(), create=False)
+    with store.apply_lock(group):
+        old = store.set_cursor(group, to)
+    typer.echo(f"group {group}: cursor {old} -> {to}")
+
+
+@store_app.command("verify")
+def verify(config: str = typer.Option(..., "--config", "-c", help="The deployment config file.")) -> None:
+    """Check every stored batch file against its recorded size and checksum."""
+    from pipeline.store import BatchStore
+
+    cfg = load_config(config)
+    store = BatchStore(cfg.store_dir(), create=False)
+    batches = store.batches()
+    for b in batches:
+        store.verify(b)
+    typer.echo(f"{len(batches)} batches verified")

@@ -10,6 +10,7 @@ committed. Any failure: no ack, a message naming table/key/error, a non-zero exi
 from __future__ import annotations
 
 import json
+import os
 import time
 from dataclasses import dataclass, field
 
@@ -56,7 +57,7 @@ class SyncSummary:
 
 
 def run_sync(cfg: Config, group_id: str, spark: SparkSession, *, max_batches: int = 50,
-             partitions: int | None = None, fail_after_rows: int | None = None) -> SyncSummary:
+             partitions: int | None = None) -> SyncSummary:
     """Apply every pending batch of ``group_id``; ack only what fully committed."""
     plan = load_group(cfg, group_id)
     plan.check()
@@ -81,7 +82,7 @@ def run_sync(cfg: Config, group_id: str, spark: SparkSession, *, max_batches: in
                 barriers = _barriers(dml, plan)
                 for seg in segments(barriers):
                     ctx = JobContext(plan.mappings, plan.mapping_target, plan.targets, epoch,
-                                     fail_after_rows=fail_after_rows)
+                                     **_test_hooks())
                     _run_segment(spark, dml, seg, plan, ctx, nparts, summary)
                     if seg.ddl is not None:
                         _apply_ddl(plan, seg.ddl)
@@ -100,6 +101,14 @@ def run_sync(cfg: Config, group_id: str, spark: SparkSession, *, max_batches: in
             log.info("acked", group=group_id, cursor=ids[-1])
     summary.seconds = time.monotonic() - t0
     return summary
+
+
+def _test_hooks() -> dict:
+    """Fault-injection settings for the crash tests, from the environment (off by default)."""
+    rows = os.environ.get("SLUICE_TEST_PAUSE_AFTER_ROWS")
+    if not rows:
+        return {}
+    return {"pause_after_rows": int(rows), "pause_marker": os.environ.get("SLUICE_TEST_PAUSE_MARKER")}
 
 
 def _barriers(dml, plan: GroupPlan) -> list[DdlChange]:

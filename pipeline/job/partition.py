@@ -11,6 +11,7 @@ error, so the driver sees every partition's outcome and decides about the ack.
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -36,7 +37,10 @@ class JobContext:
     epoch: int = 0                       # bumps after each DDL: executors drop schema caches
     retries: int = 5
     backoff_max: float = 20.0
-    fail_after_rows: int | None = field(default=None)  # test hook: crash mid-apply
+    #: fault-injection hook for the crash tests (SLUICE_TEST_PAUSE_AFTER_ROWS / _MARKER): after
+    #: committing that many rows a partition writes the marker file and sleeps, once per marker
+    pause_after_rows: int | None = field(default=None)
+    pause_marker: str | None = field(default=None)
 
 
 class _PartitionRun:
@@ -70,9 +74,7 @@ class _PartitionRun:
                 w.apply(mapping, chunk)
                 w.commit()
                 self.rows += len(chunk)
-                if self.ctx.fail_after_rows is not None and self.rows >= self.ctx.fail_after_rows:
-                    import os
-                    os._exit(137)  # simulate a kill -9 of the executor after a commit
+                self._maybe_pause()
                 return
             except TransientError:
                 self._discard(midx)
@@ -80,6 +82,18 @@ class _PartitionRun:
                     raise
                 time.sleep(delay)
                 delay = min(delay * 2, self.ctx.backoff_max)
+
+    def _maybe_pause(self) -> None:
+        ctx = self.ctx
+        if ctx.pause_after_rows is None or self.rows < ctx.pause_after_rows or not ctx.pause_marker:
+            return
+        try:
+            fd = os.open(ctx.pause_marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            return  # paused once already (e.g. before the executor was killed)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        os.close(fd)
+        time.sleep(120)
 
     def _discard(self, midx: int) -> None:
         tid = self.ctx.mapping_target[midx]

@@ -1,0 +1,79 @@
+"""Write a throw-away deployment (sluice.yml + mapping files) for an end-to-end test."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def rdb_adapter(info: dict[str, Any], key: str, database: str | None = None, dialect: str = "mysql") -> dict:
+    """An ``outerAdapters`` entry in canal's jdbc.* form for a fixture's server."""
+    db = database or info.get("database", "")
+    scheme = "mysql" if dialect == "mysql" else "postgresql"
+    return {"name": "rdb", "key": key, "properties": {
+        "jdbc.url": f"jdbc:{scheme}://{info['host']}:{info['port']}/{db}",
+        "jdbc.username": info["user"], "jdbc.password": info["password"]}}
+
+
+def write_deployment(tmp: Path, source: dict[str, Any], *, name: str, include: str,
+                     groups: list[dict], mappings: dict[str, dict], partitions: int = 4,
+                     master: str = "local[2]", batch_rows: int = 5000) -> Path:
+    """Write ``tmp/sluice.yml`` and ``tmp/mappings/<file>`` and return the config path.
+
+    ``mappings`` maps a file name (e.g. ``rdb/mirror.yml``) to its canal-format content;
+    each group's ``mappings`` should list globs relative to ``tmp``.
+    """
+    for fname, content in mappings.items():
+        p = tmp / "mappings" / fname
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(yaml.safe_dump(content, sort_keys=False))
+    cfg = {
+        "source": {"name": name, "host": source["host"], "port": source["port"], "user": source["user"],
+                   "password": source["password"], "serverId": 7000 + (os.getpid() % 1000),
+                   "filter": {"include": include}},
+        "store": {"path": str(tmp / "store"), "batch": {"maxRows": batch_rows}},
+        "groups": groups,
+        "spark": {"master": master, "partitions": partitions},
+    }
+    path = tmp / "sluice.yml"
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    return path
+
+
+def sluice(*args: str, timeout: float = 900, env: dict | None = None, check: bool = True
+           ) -> subprocess.CompletedProcess:
+    """Run the ``sluice`` CLI of this checkout as a subprocess."""
+    e = dict(os.environ, **(env or {}))
+    e.setdefault("PYSPARK_PYTHON", sys.executable)
+    proc = subprocess.run([sys.executable, "-m", "pipeline.cli", *args], cwd=REPO, env=e, text=True,
+                          capture_output=True, timeout=timeout)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"sluice {' '.join(args)} exited {proc.returncode}\n"
+                             f"stdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-5000:]}")
+    return proc
+
+
+def spark_submit(spark_info: dict[str, Any], tmp: Path, *args: str, timeout: float = 900, check: bool = True
+                 ) -> subprocess.CompletedProcess:
+    """``sluice package`` + ``spark-submit --master spark://... --py-files zip entry.py args``."""
+    dist = tmp / "dist"
+    sluice("package", "--out", str(dist))
+    zips = sorted(dist.glob("sluice-*.zip"))
+    home = spark_info["spark_home"]
+    env = dict(os.environ, SPARK_HOME=home, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
+               SPARK_LOCAL_IP="127.0.0.1")
+    env.setdefault("JAVA_HOME", "/usr/lib/jvm/java-17-openjdk-amd64")
+    cmd = [f"{home}/bin/spark-submit", "--master", spark_info["master_url"], "--conf", "spark.ui.enabled=false",
+           "--py-files", str(zips[-1]), str(dist / "sluice_submit.py"), *args]
+    proc = subprocess.run(cmd, env=env, text=True, capture_output=True, timeout=timeout)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"spark-submit exited {proc.returncode}\nstdout:\n{proc.stdout[-3000:]}\n"
+                             f"stderr:\n{proc.stderr[-6000:]}")
+    return proc
