@@ -74,6 +74,8 @@ class SourceConfig(_Frozen):
     serverId: int = Field(6401, ge=1, le=2**32 - 1)
     flavor: Literal["auto", "mariadb", "mysql"] = "auto"
     filter: TableFilter = TableFilter()
+    #: how capture asks the server for its start: binlog file/pos (auto, file) or the stored GTID (gtid)
+    resumeBy: Literal["auto", "gtid", "file"] = "auto"
     heartbeatSeconds: float = Field(5.0, gt=0)
     connectTimeout: float = Field(10.0, gt=0)
     ssl: dict[str, str] | None = None

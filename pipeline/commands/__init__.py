@@ -1,3 +1,3 @@
 """Sub-commands of ``sluice``; importing this package registers them on the app."""
 
-from pipeline.commands import store_cmd  # noqa: F401
+from pipeline.commands import capture_cmd, store_cmd, sync_cmd  # noqa: F401

@@ -1,0 +1,156 @@
+"""Transaction-aligned batching into the BatchStore.
+
+A batch holds whole transactions, up to ``store.batch.maxRows`` rows and about
+``maxBytes`` bytes (estimated from event sizes), or what arrived within ``maxSeconds``.
+Its ``end`` is the position after its last complete transaction. A transaction larger
+than the limits is split: each full part is stored as its own batch marked
+``split=True`` whose end is the transaction's *start* plus ``skipEvents`` (the number of
+its rows events already stored), so a restart skips exactly those and loses nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from pipeline.config import BatchLimits
+from pipeline.logs import get_logger
+from pipeline.store import BatchStore
+
+from .dml import rows_records, statement_record
+from .position import Position
+from .reader import Begin, Commit, Item, Rows, Statement, Tick
+
+log = get_logger("capture")
+EMPTY_BATCH_FACTOR = 10  # an empty (position-only) batch at most every maxSeconds * this
+
+
+class Batcher:
+    """Feed reader items in order; batches are appended to ``store`` as they fill up."""
+
+    def __init__(self, store: BatchStore, limits: BatchLimits, start: Position, clock: Any = time.monotonic):
+        self.store, self.limits, self.clock = store, limits, clock
+        self.last_end = start
+        self.next_id = start.next_id
+        self.batch: list[dict[str, Any]] = []
+        self.batch_rows = self.batch_bytes = 0
+        self.batch_end: Position | None = None
+        self.batch_since = self.last_append = clock()
+        self.tx: list[dict[str, Any]] = []
+        self.tx_rows = self.tx_bytes = 0
+        self.tx_begin: Begin | None = None
+        self.tx_event_no = 0
+        self.tx_skip = start.skip_events  # rows events of the open transaction already stored
+        # totals
+        self.batches = self.rows = self.transactions = 0
+        self.last_meta = None
+
+    # ---- feeding ---------------------------------------------------------------------
+
+    def feed(self, item: Item) -> None:
+        cls = type(item)
+        if cls is Rows:
+            self._rows(item)  # type: ignore[arg-type]
+        elif cls is Commit:
+            self._commit(item)  # type: ignore[arg-type]
+        elif cls is Begin:
+            self.tx_begin = item  # type: ignore[assignment]
+            self.tx_event_no = 0
+        elif cls is Statement:
+            s: Statement = item  # type: ignore[assignment]
+            rec = statement_record(s.kind, s.database, s.table, s.is_ddl, s.sql, s.ts, _now_ms(),
+                                   self.tx_begin.gtid if self.tx_begin else None, s.logfile, s.logpos,
+                                   self.next_id)
+            self.next_id += 1
+            self.tx.append(rec)
+            self.tx_rows += 1
+            self.tx_bytes += len(s.sql) + 300
+        elif cls is Tick:
+            self._on_idle()
+
+    def _rows(self, r: Rows) -> None:
+        codec = r.codec
+        n = len(r.rows)
+        rec = rows_records(r.kind, codec, r.rows, r.sql, r.ts, _now_ms(),
+                           self.tx_begin.gtid if self.tx_begin else None, r.logfile, r.logpos, self.next_id)
+        self.next_id += 1
+        self.tx.append(rec)
+        self.tx_event_no = r.event_no
+        self.tx_rows += n
+        self.tx_bytes += r.size * 2 + n * codec.row_overhead + 400
+        lim = self.limits
+        if self.batch_rows + self.tx_rows >= lim.maxRows or self.batch_bytes + self.tx_bytes >= lim.maxBytes:
+            if self.batch:
+                self._flush()
+            if self.tx_rows >= lim.maxRows or self.tx_bytes >= lim.maxBytes:
+                self._flush_split()
+
+    def _commit(self, c: Commit) -> None:
+        if self.tx:
+            self.batch.extend(self.tx)
+            self.batch_rows += self.tx_rows
+            self.batch_bytes += self.tx_bytes
+            self.tx = []
+            self.tx_rows = self.tx_bytes = 0
+        self.transactions += 1
+        self.tx_begin = None
+        self.tx_skip = 0
+        self.batch_end = Position(c.logfile, c.logpos, c.gtid, self.next_id)
+        lim = self.limits
+        now = self.clock()
+        if self.batch_rows >= lim.maxRows or self.batch_bytes >= lim.maxBytes:
+            self._flush()
+        elif now - self.batch_since >= lim.maxSeconds:
+            if self.batch or now - self.last_append >= lim.maxSeconds * EMPTY_BATCH_FACTOR:
+                self._flush()
+
+    def _on_idle(self) -> None:
+        now = self.clock()
+        if self.tx or self.tx_begin is not None or self.batch_end is None:
+            return
+        if self.batch and now - self.batch_since >= self.limits.maxSeconds:
+            self._flush()
+        elif not self.batch and now - self.last_append >= self.limits.maxSeconds * EMPTY_BATCH_FACTOR:
+            self._flush()
+
+    def finish(self) -> None:
+        """Store what is complete (end of ``--once``); an open transaction stays unstored."""
+        if self.batch_end is not None and (self.batch or self.batch_end != self.last_end):
+            self._flush()
+
+    # ---- writing ---------------------------------------------------------------------
+
+    def _append(self, records: list[dict[str, Any]], rows: int, end: Position, split: bool) -> None:
+        self.last_meta = self.store.append(records, start=self.last_end.to_dict(), end=end.to_dict(), split=split)
+        self.last_end = end
+        self.batches += 1
+        self.rows += rows
+        self.last_append = self.clock()
+        log.debug("batch stored", batch=self.last_meta.batch_id, records=len(records), rows=rows,
+                  split=split, end=end.text())
+
+    def _flush(self) -> None:
+        """Append the complete transactions collected so far as one batch."""
+        if self.batch_end is None:
+            return
+        self._append(self.batch, self.batch_rows, self.batch_end, split=False)
+        self.batch = []
+        self.batch_rows = self.batch_bytes = 0
+        self.batch_end = None
+        self.batch_since = self.clock()
+
+    def _flush_split(self) -> None:
+        """Append the stored-so-far part of the open (too large) transaction, marked split."""
+        b = self.tx_begin
+        if b is None or not self.tx:
+            return
+        end = Position(b.logfile, b.logpos, b.gtid_before, self.next_id, skip_events=self.tx_event_no,
+                       split_gtid=b.gtid)
+        self._append(self.tx, self.tx_rows, end, split=True)
+        self.tx = []
+        self.tx_rows = self.tx_bytes = 0
+        self.batch_since = self.clock()
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)

@@ -1,0 +1,316 @@
+"""The binlog reader: python-mysql-replication behind a small typed interface.
+
+``BinlogReader`` yields, in binlog order: ``Begin`` (a transaction starts), ``Rows``
+(one rows event of an included table, values decoded), ``Statement`` (DDL or another
+statement), ``Commit`` (a transaction is complete; carries the resume position) and
+``Tick`` (heartbeat; nothing new). It resumes from a :class:`Position` by MariaDB GTID,
+MySQL GTID set, or file/pos; skips the ``skipEvents`` rows events of a split
+transaction that are already stored; stops at ``stop_at`` (``--once``); and turns
+server refusals into PositionError/SourceError. It never reconnects silently: a lost
+connection is a TransientError, so the caller resumes from the last *stored* position.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pymysql
+from pymysqlreplication import BinLogStreamReader
+from pymysqlreplication.event import (
+    GtidEvent,
+    HeartbeatLogEvent,
+    MariadbAnnotateRowsEvent,
+    MariadbGtidEvent,
+    NotImplementedEvent,
+    QueryEvent,
+    RotateEvent,
+    RowsQueryLogEvent,
+    XAPrepareEvent,
+    XidEvent,
+)
+from pymysqlreplication.row_event import (
+    DeleteRowsEvent,
+    PartialUpdateRowsEvent,
+    TableMapEvent,
+    UpdateRowsEvent,
+    WriteRowsEvent,
+)
+
+from pipeline.config import SourceConfig, TableFilter
+from pipeline.errors import PositionError, SourceError, TransientError
+
+from .dml import classify_ddl
+from .position import GtidState, Position, binlog_key
+from .rowcodec import CodecCache, TableCodec
+
+_ROWS_KIND = {WriteRowsEvent: "INSERT", UpdateRowsEvent: "UPDATE", DeleteRowsEvent: "DELETE"}
+_COMPRESSED_TYPES = {40: "MySQL transaction payload (binlog_transaction_compression)",
+                     165: "MariaDB compressed query", 166: "MariaDB compressed rows", 167: "MariaDB compressed rows",
+                     168: "MariaDB compressed rows", 169: "MariaDB compressed rows",
+                     170: "MariaDB compressed rows", 171: "MariaDB compressed rows"}
+_IGNORED_IN_TX = ("SAVEPOINT", "RELEASE", "ROLLBACK TO", "XA ")
+
+
+@dataclass(slots=True)
+class Begin:
+    gtid: str | None
+    logfile: str
+    logpos: int
+    gtid_before: str | None
+    ts: int
+
+
+@dataclass(slots=True)
+class Rows:
+    kind: str
+    codec: TableCodec
+    rows: list[Any]
+    sql: str
+    logfile: str
+    logpos: int
+    ts: int
+    event_no: int        # 1-based rows-event number within the transaction (all tables)
+    size: int            # event body bytes (for the batch byte estimate)
+
+
+@dataclass(slots=True)
+class Statement:
+    kind: str
+    database: str
+    table: str
+    is_ddl: bool
+    sql: str
+    logfile: str
+    logpos: int
+    ts: int
+
+
+@dataclass(slots=True)
+class Commit:
+    logfile: str
+    logpos: int          # just after the commit event
+    gtid: str | None     # GTID state after the transaction
+    ts: int
+
+
+@dataclass(slots=True)
+class Tick:
+    ts: int | None
+
+
+Item = Begin | Rows | Statement | Commit | Tick
+
+
+@dataclass(frozen=True)
+class ReaderOptions:
+    follow: bool = False
+    stop_at: Position | None = None
+    resume_by: str = "auto"          # auto | gtid | file
+    filter: TableFilter = TableFilter()
+
+
+class BinlogReader:
+    """Iterate typed capture items from ``start`` (see module docstring)."""
+
+    def __init__(self, src: SourceConfig, flavor: str, start: Position, opts: ReaderOptions,
+                 codecs: CodecCache | None = None):
+        self.src, self.flavor, self.start, self.opts = src, flavor, start, opts
+        self.codecs = codecs or CodecCache()
+        self.gtids = GtidState(flavor, start.gtid)
+        self.logfile, self.logpos = start.logfile, start.logpos
+        self.last_ts: int | None = None
+        self.events = 0
+        self._connects = 0
+        self._included: dict[tuple[str, str], bool] = {}
+        self._by_table_id: dict[int, TableCodec | None] = {}
+        self.stream: BinLogStreamReader | None = None
+
+    # ---- connection -------------------------------------------------------------
+
+    def _connect(self, **kw: Any) -> pymysql.connections.Connection:
+        self._connects += 1
+        if self._connects > 2:  # the library reconnects on its own; we never resume silently
+            raise TransientError("the binlog connection to the source was lost",
+                                 hint="capture resumes from the last stored position")
+        return pymysql.connect(**kw)
+
+    def resume_mode(self) -> str:
+        """``gtid`` or ``file``: how this reader asks the server for the start."""
+        mode = self.opts.resume_by
+        if mode == "auto":  # file/pos: MariaDB resets GTID-mode dumps of slow readers (docs/capture.md)
+            mode = "file" if self.start.logfile else "gtid"
+        if mode == "gtid" and not self.start.gtid:
+            raise PositionError(f"cannot resume by GTID: the start position {self.start.text()} has no GTID",
+                                hint="set source.resumeBy: file, or set a start position with a GTID")
+        return mode
+
+    def _open(self) -> BinLogStreamReader:
+        s = self.src
+        settings = {"host": s.host, "port": s.port, "user": s.user, "passwd": s.password.reveal(),
+                    "connect_timeout": s.connectTimeout}
+        if s.ssl:
+            settings["ssl"] = dict(s.ssl)
+        if self.opts.follow:
+            settings["read_timeout"] = max(30.0, s.heartbeatSeconds * 4)
+        kw: dict[str, Any] = {}
+        if self.resume_mode() == "gtid":
+            kw.update(auto_position=self.start.gtid, is_mariadb=self.flavor == "mariadb",
+                      annotate_rows_event=True)
+        else:
+            kw.update(log_file=self.start.logfile, log_pos=self.start.logpos, resume_stream=True)
+        return BinLogStreamReader(
+            connection_settings=settings, server_id=s.serverId, blocking=self.opts.follow,
+            only_events=[QueryEvent, XidEvent, GtidEvent, TableMapEvent, MariadbGtidEvent, WriteRowsEvent,
+                         UpdateRowsEvent, DeleteRowsEvent, PartialUpdateRowsEvent, RotateEvent, HeartbeatLogEvent,
+                         MariadbAnnotateRowsEvent, RowsQueryLogEvent, NotImplementedEvent, XAPrepareEvent],
+            filter_non_implemented_events=False, freeze_schema=False, enable_logging=False,
+            slave_heartbeat=s.heartbeatSeconds if self.opts.follow else None,
+            pymysql_wrapper=self._connect, **kw)
+
+    def included(self, database: str, table: str) -> bool:
+        key = (database, table)
+        hit = self._included.get(key)
+        if hit is None:
+            hit = self._included[key] = self.opts.filter.matches(database, table)
+        return hit
+
+    # ---- iteration ----------------------------------------------------------------
+
+    def __iter__(self) -> Iterator[Item]:
+        stop = self.opts.stop_at
+        if stop is not None and not self.start.skip_events and \
+                binlog_key(self.start.logfile, self.start.logpos) >= binlog_key(stop.logfile, stop.logpos):
+            return
+        self.stream = stream = self._open()
+        try:
+            yield from self._items(stream, stop)
+        except pymysql.err.MySQLError as e:
+            raise _map_error(e, self.start) from None
+        finally:
+            stream.close()
+
+    def _items(self, stream: BinLogStreamReader, stop: Position | None) -> Iterator[Item]:
+        skip = self.start.skip_events
+        first_tx = True
+        tx_open = explicit = False
+        tx_gtid: str | None = None
+        tx_events = 0
+        sql = ""
+        stop_key = binlog_key(stop.logfile, stop.logpos) if stop is not None else None
+        for ev in stream:
+            self.events += 1
+            w = ev.packet
+            cls = type(ev)
+            ts = ev.timestamp
+            if ts:
+                self.last_ts = ts
+            logfile = stream.log_file or self.logfile
+            start_pos = w.log_pos - w.event_size if w.log_pos else 0
+            kind = _ROWS_KIND.get(cls)
+            if kind is not None:
+                if not tx_open:
+                    tx_open = explicit = True
+                    tx_gtid = None
+                    yield Begin(None, logfile, start_pos, self.gtids.text(), ts * 1000)
+                tx_events += 1
+                if first_tx and tx_events <= skip:
+                    continue
+                codec = self._by_table_id.get(ev.table_id)
+                if codec is None:
+                    continue
+                pk = w.packet
+                buf, pos = pk._data, pk._position
+                end = pos + ev.event_size - w.read_bytes
+                if kind == "UPDATE":
+                    rows = codec.decode_rows(buf, pos, end, ev.columns_present_bitmap, ev.columns_present_bitmap2)
+                else:
+                    rows = codec.decode_rows(buf, pos, end, ev.columns_present_bitmap)
+                yield Rows(kind, codec, rows, sql, logfile, start_pos, ts * 1000, tx_events, end - pos)
+            elif cls is TableMapEvent:
+                self._by_table_id[ev.table_id] = (self.codecs.for_table_map(ev)
+                                                  if self.included(ev.schema, ev.table) else None)
+            elif cls is XidEvent:
+                yield from self._commit(tx_gtid, logfile, w.log_pos, ts)
+                tx_open = explicit = False
+                tx_gtid, tx_events, sql, first_tx = None, 0, "", False
+                if stop_key is not None and binlog_key(logfile, w.log_pos) >= stop_key:
+                    return
+            elif cls is QueryEvent:
+                q = ev.query.strip()
+                head = q[:12].upper()
+                if head.startswith("BEGIN"):
+                    if not tx_open:
+                        tx_gtid = None
+                        yield Begin(None, logfile, start_pos, self.gtids.text(), ts * 1000)
+                    tx_open = explicit = True
+                    continue
+                if explicit and not (head.startswith("COMMIT") or head == "ROLLBACK"):
+                    schema = ev.schema.decode() if isinstance(ev.schema, bytes) else ev.schema
+                    if not head.startswith(_IGNORED_IN_TX) and self.included(schema, ""):
+                        yield Statement("QUERY", schema, "", False, q, logfile, start_pos, ts * 1000)
+                    continue
+                if not (head.startswith("COMMIT") or head == "ROLLBACK"):  # DDL: a transaction of its own
+                    if not tx_open:
+                        tx_gtid = None
+                        yield Begin(None, logfile, start_pos, self.gtids.text(), ts * 1000)
+                    schema = ev.schema.decode() if isinstance(ev.schema, bytes) else ev.schema
+                    dkind, db, table, is_ddl = classify_ddl(q, schema)
+                    if self.included(db, table) if table else self.included(db, ""):
+                        yield Statement(dkind, db, table, is_ddl, q, logfile, start_pos, ts * 1000)
+                    if dkind in ("ALTER", "ERASE", "RENAME", "CREATE", "TRUNCATE"):
+                        self._by_table_id.clear()
+                yield from self._commit(tx_gtid, logfile, w.log_pos, ts)
+                tx_open = explicit = False
+                tx_gtid, tx_events, sql, first_tx = None, 0, "", False
+                if stop_key is not None and binlog_key(logfile, w.log_pos) >= stop_key:
+                    return
+            elif cls is MariadbGtidEvent or cls is GtidEvent:
+                tx_gtid = ev.gtid
+                tx_open = True
+                explicit = cls is MariadbGtidEvent and not (ev.flags & 1)  # FL_STANDALONE: no BEGIN/COMMIT
+                yield Begin(tx_gtid, logfile, start_pos, self.gtids.text(), ts * 1000)
+            elif cls is MariadbAnnotateRowsEvent:
+                sql = ev.sql_statement.decode("utf-8", "replace")
+            elif cls is RowsQueryLogEvent:
+                sql = ev.query if isinstance(ev.query, str) else ev.query.decode("utf-8", "replace")
+            elif cls is HeartbeatLogEvent:
+                if not tx_open and stop_key is not None and binlog_key(logfile, self.logpos) >= stop_key:
+                    return
+                yield Tick(None)
+            elif cls is NotImplementedEvent or cls is PartialUpdateRowsEvent or cls is XAPrepareEvent:
+                _refuse_event(ev.event_type, logfile, start_pos)
+
+    def _commit(self, gtid: str | None, logfile: str, next_pos: int, ts: int) -> Iterator[Item]:
+        if gtid:
+            self.gtids.add(gtid)
+        self.logfile, self.logpos = logfile, next_pos
+        yield Commit(logfile, next_pos, self.gtids.text(), ts * 1000)
+
+
+def _refuse_event(event_type: int, logfile: str, pos: int) -> None:
+    """Stop on events that would carry rows we cannot read; ignore other unknown events."""
+    what = _COMPRESSED_TYPES.get(event_type) or {
+        38: "XA PREPARE (XA transactions are not supported)",
+        39: "MySQL partial JSON update (binlog_row_value_options=PARTIAL_JSON)"}.get(event_type)
+    if what is not None:
+        raise SourceError(f"{logfile}:{pos}: the binlog holds a {what} event, which capture cannot read",
+                          hint="turn the setting off on the source and take a new snapshot")
+
+
+def _map_error(e: pymysql.err.MySQLError, start: Position) -> Exception:
+    code = e.args[0] if e.args else None
+    msg = str(e.args[-1]) if e.args else str(e)
+    if code == 1236:
+        return PositionError(
+            f"the source cannot serve the stored start position {start.text()}: {msg}",
+            hint="the binlog there was purged or never existed; take a new snapshot (re-bootstrap the "
+            "targets) and set a new start position; capture never jumps to 'now' by itself")
+    if code in (1045, 1227, 1044):
+        return SourceError(f"the source refused the binlog connection: {msg}",
+                           hint="the capture user needs REPLICATION SLAVE, REPLICATION CLIENT and SELECT")
+    if code in (2003, 2006, 2013):
+        return TransientError(f"the binlog connection to the source failed: {msg}",
+                              hint="capture resumes from the last stored position")
+    return SourceError(f"binlog stream error {code}: {msg}")

@@ -1,0 +1,137 @@
+"""Run the capture stage: server check -> resume position -> reader -> batcher -> store.
+
+``run_capture`` holds the store's capture lock for the whole run, checks the server,
+resumes from ``store.last_position()`` (a new store starts at the server's current
+position, which is recorded first), and logs a progress line every few seconds and a
+summary at the end. ``--once`` stops at the server's end position seen at start;
+``--follow`` runs until interrupted, and on a lost connection resumes from the last
+stored position (never from an in-memory one).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from pipeline.config import Config
+from pipeline.errors import TransientError
+from pipeline.logs import get_logger, register_secret
+from pipeline.store import BatchStore
+
+from .batcher import Batcher
+from .position import Position
+from .reader import BinlogReader, ReaderOptions
+from .rowcodec import CodecCache
+from .server_check import connect, current_position, gtid_at, inspect_server, validate_start
+
+log = get_logger("capture")
+PROGRESS_SECONDS = 5.0
+MAX_RECONNECTS = 20
+
+
+@dataclass(frozen=True)
+class CaptureSummary:
+    """What one run did (printed by the CLI, returned to tests)."""
+
+    batches: int
+    rows: int
+    transactions: int
+    elapsed_s: float
+    rows_per_s: float
+    start: dict[str, Any]
+    end: dict[str, Any]
+    stopped: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class _Progress:
+    def __init__(self, every: float) -> None:
+        self.every = every
+        self.t0 = self.last = time.monotonic()
+        self.last_rows = 0
+
+    def maybe(self, b: Batcher, r: BinlogReader) -> None:
+        now = time.monotonic()
+        if now - self.last < self.every:
+            return
+        rows = b.rows + b.batch_rows + b.tx_rows
+        lag = round(time.time() - r.last_ts, 1) if r.last_ts else None
+        log.info("capture progress", rows=rows, rows_per_s=round((rows - self.last_rows) / (now - self.last)),
+                 batches=b.batches, position=f"{r.logfile}:{r.logpos}", gtid=r.gtids.text(), lag_s=lag)
+        self.last, self.last_rows = now, rows
+
+
+def run_capture(cfg: Config, *, follow: bool = False, max_batches: int | None = None,
+                progress_every: float = PROGRESS_SECONDS) -> CaptureSummary:
+    """Capture from the stored position into the store; see the module docstring."""
+    src = cfg.source
+    register_secret(src.password.reveal())
+    store = BatchStore(cfg.store_dir())
+    t0 = time.monotonic()
+    with store.capture_lock():
+        conn = connect(src)
+        try:
+            info = inspect_server(src, conn)
+            stored = store.last_position()
+            if stored is None:
+                start = current_position(conn, info.flavor)
+                store.set_start_position(start.to_dict())
+                log.warning("no stored position: capture starts at the server's current position",
+                            position=start.text())
+            else:
+                start = Position.from_dict(stored)
+            validate_start(conn, info.flavor, start)
+            if start.gtid is None and info.flavor == "mariadb":
+                start = start.with_(gtid=gtid_at(conn, info.flavor, start.logfile, start.logpos))
+            stop_at = None if follow else current_position(conn, info.flavor)
+        finally:
+            conn.close()
+        first = start
+        log.info("capture starting", source=f"{src.host}:{src.port}", flavor=info.flavor, version=info.version,
+                 mode="follow" if follow else "once", start=start.text(), stop_at=stop_at and stop_at.text())
+        codecs = CodecCache()
+        totals = [0, 0, 0]
+        stopped = "end of binlog"
+        reconnects = 0
+        while True:
+            opts = ReaderOptions(follow=follow, stop_at=stop_at, resume_by=src.resumeBy, filter=src.filter)
+            reader = BinlogReader(src, info.flavor, start, opts, codecs)
+            batcher = Batcher(store, cfg.store.batch, start)
+            progress = _Progress(progress_every)
+            try:
+                try:
+                    for item in reader:
+                        batcher.feed(item)
+                        if max_batches is not None and totals[0] + batcher.batches >= max_batches:
+                            stopped = f"--max-batches {max_batches}"
+                            break
+                        progress.maybe(batcher, reader)
+                    else:
+                        batcher.finish()
+                except KeyboardInterrupt:
+                    stopped = "interrupted"
+            except TransientError as e:
+                if not follow or reconnects >= MAX_RECONNECTS:
+                    raise
+                reconnects += 1
+                log.warning("binlog connection lost; resuming from the last stored position",
+                            error=e.message, attempt=reconnects)
+                time.sleep(min(30.0, 0.5 * 2 ** min(reconnects, 6)))
+                start = Position.from_dict(store.last_position() or first.to_dict())
+                continue
+            finally:
+                totals[0] += batcher.batches
+                totals[1] += batcher.rows
+                totals[2] += batcher.transactions
+            start = batcher.last_end
+            break
+    elapsed = time.monotonic() - t0
+    summary = CaptureSummary(batches=totals[0], rows=totals[1], transactions=totals[2],
+                             elapsed_s=round(elapsed, 3), rows_per_s=round(totals[1] / elapsed, 1) if elapsed else 0.0,
+                             start=first.to_dict(), end=start.to_dict(), stopped=stopped)
+    log.info("capture done", **{k: v for k, v in summary.to_dict().items() if k not in ("start", "end")},
+             end_position=start.text())
+    return summary

@@ -1,0 +1,165 @@
+"""Pre-flight checks of the source server, flavour detection and its current position.
+
+Capture refuses to start unless the server writes a binlog that can be captured
+faithfully: binlog on, ROW format, FULL row image, FULL row metadata, and no
+transaction/event compression (python-mysql-replication cannot read compressed
+payloads and would silently drop them). Each refusal names the setting and the fix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pymysql
+
+from pipeline.config import SourceConfig
+from pipeline.errors import PositionError, SourceError
+
+from .position import Position
+
+CHECKED_VARIABLES = (
+    "log_bin", "binlog_format", "binlog_row_image", "binlog_row_metadata", "binlog_checksum",
+    "binlog_transaction_compression", "binlog_row_value_options", "log_bin_compress",
+    "gtid_mode", "version", "version_comment", "server_id",
+)
+
+
+@dataclass(frozen=True)
+class ServerInfo:
+    """What capture needs to know about the source."""
+
+    flavor: str                 # "mariadb" | "mysql"
+    version: str
+    settings: Mapping[str, str]
+
+
+def connect(src: SourceConfig, **extra: Any) -> pymysql.connections.Connection:
+    """A plain pymysql connection to the source (errors become SourceError)."""
+    try:
+        return pymysql.connect(host=src.host, port=src.port, user=src.user, password=src.password.reveal(),
+                               connect_timeout=src.connectTimeout, autocommit=True, charset="utf8mb4",
+                               ssl=src.ssl or None, **extra)
+    except pymysql.MySQLError as e:
+        raise SourceError(f"cannot connect to the source {src.user}@{src.host}:{src.port}: {e.args[-1]}",
+                          hint="check source.host/port/user/password in the config and that the "
+                          "server is running") from None
+
+
+def detect_flavor(version: str, comment: str, configured: str = "auto") -> str:
+    """``mariadb`` or ``mysql``, from VERSION()/@@version_comment unless configured."""
+    if configured != "auto":
+        return configured
+    return "mariadb" if "mariadb" in f"{version} {comment}".lower() else "mysql"
+
+
+def read_settings(conn: pymysql.connections.Connection) -> dict[str, str]:
+    """The binlog-related global variables (lower-case names; absent ones are missing)."""
+    names = ",".join(f"'{n}'" for n in CHECKED_VARIABLES)
+    with conn.cursor() as cur:
+        cur.execute(f"SHOW GLOBAL VARIABLES WHERE Variable_name IN ({names})")
+        return {str(k).lower(): str(v) for k, v in cur.fetchall()}
+
+
+def check_settings(settings: Mapping[str, str], where: str = "the source") -> None:
+    """Raise SourceError naming the first setting that makes capture unsafe."""
+    def refuse(name: str, have: str | None, want: str, extra: str = "") -> None:
+        shown = "missing (server too old)" if have is None else f"{name}={have}"
+        raise SourceError(
+            f"{where} cannot be captured: {shown}; capture needs {name}={want}{extra}",
+            hint=f"set {name}={want} in the server config (my.cnf) and with SET GLOBAL {name}={want}, "
+            "then take a new snapshot if rows were written meanwhile")
+
+    get = {k.lower(): str(v) for k, v in settings.items()}.get
+    if (get("log_bin") or "OFF").upper() not in ("ON", "1"):
+        raise SourceError(f"{where} cannot be captured: the binary log is off (log_bin=OFF)",
+                          hint="start the server with log_bin (log-bin=mysql-bin) and binlog_format=ROW")
+    if (get("binlog_format") or "").upper() != "ROW":
+        refuse("binlog_format", get("binlog_format"), "ROW")
+    if (get("binlog_row_image") or "").upper() != "FULL":
+        refuse("binlog_row_image", get("binlog_row_image"), "FULL")
+    if get("binlog_row_metadata") is None or get("binlog_row_metadata", "").upper() != "FULL":
+        refuse("binlog_row_metadata", get("binlog_row_metadata"), "FULL",
+               " (MySQL 8.0.14+ or MariaDB 10.5+)")
+    if (get("binlog_transaction_compression") or "OFF").upper() not in ("OFF", "0"):
+        refuse("binlog_transaction_compression", get("binlog_transaction_compression"), "OFF",
+               " (compressed transaction payloads cannot be read)")
+    if (get("log_bin_compress") or "OFF").upper() not in ("OFF", "0"):
+        refuse("log_bin_compress", get("log_bin_compress"), "OFF", " (compressed events cannot be read)")
+    if "PARTIAL_JSON" in (get("binlog_row_value_options") or "").upper():
+        refuse("binlog_row_value_options", get("binlog_row_value_options"), "''",
+               " (partial JSON updates are not full row images)")
+
+
+def inspect_server(src: SourceConfig, conn: pymysql.connections.Connection | None = None) -> ServerInfo:
+    """Connect, read the settings, check them, and return the ServerInfo."""
+    own = conn is None
+    conn = conn or connect(src)
+    try:
+        settings = read_settings(conn)
+        check_settings(settings, f"the source {src.host}:{src.port}")
+        flavor = detect_flavor(settings.get("version", ""), settings.get("version_comment", ""), src.flavor)
+        return ServerInfo(flavor=flavor, version=settings.get("version", ""), settings=settings)
+    finally:
+        if own:
+            conn.close()
+
+
+def current_position(conn: pymysql.connections.Connection, flavor: str) -> Position:
+    """The server's current end of binlog, with its GTID state (where ``--once`` stops)."""
+    with conn.cursor() as cur:
+        try:
+            cur.execute("SHOW BINARY LOG STATUS")
+        except pymysql.err.ProgrammingError:
+            cur.execute("SHOW MASTER STATUS")
+        row = cur.fetchone()
+        if not row:
+            raise SourceError("the source has no binary log (SHOW MASTER STATUS is empty)",
+                              hint="enable log_bin on the source")
+        logfile, logpos = row[0], int(row[1])
+        if flavor == "mariadb":
+            cur.execute("SELECT BINLOG_GTID_POS(%s, %s)", (logfile, logpos))
+            gtid = (cur.fetchone() or [None])[0]
+        else:
+            gtid = row[4] if len(row) > 4 else None
+        return Position(logfile=logfile, logpos=logpos, gtid=(gtid or "").replace("\n", "") or None)
+
+
+def gtid_at(conn: pymysql.connections.Connection, flavor: str, logfile: str, logpos: int) -> str | None:
+    """MariaDB: the GTID state at a binlog coordinate (None for MySQL or when unknown)."""
+    if flavor != "mariadb":
+        return None
+    with conn.cursor() as cur:
+        cur.execute("SELECT BINLOG_GTID_POS(%s, %s)", (logfile, logpos))
+        return (cur.fetchone() or [None])[0] or None
+
+
+def validate_start(conn: pymysql.connections.Connection, flavor: str, start: Position) -> None:
+    """PositionError unless the server still holds ``start``: its binlog file exists and
+    holds the offset, and (MariaDB) no domain in its GTID is ahead of the server's state."""
+    fix = ("take a new snapshot of the targets and set a new start position; capture never jumps to the "
+           "current position by itself")
+    with conn.cursor() as cur:
+        cur.execute("SHOW BINARY LOGS")
+        files = {str(r[0]): int(r[1]) for r in cur.fetchall()}
+        if start.logfile not in files:
+            oldest = min(files) if files else "none"
+            raise PositionError(f"the start position {start.text()} is not on the source: binlog {start.logfile} "
+                                f"was purged or never existed (oldest binlog: {oldest})", hint=fix)
+        if start.logpos > files[start.logfile]:
+            raise PositionError(f"the start position {start.text()} is past the end of {start.logfile} "
+                                f"({files[start.logfile]} bytes): the binlog was reset or replaced", hint=fix)
+        if flavor != "mariadb" or not start.gtid:
+            return
+        cur.execute("SELECT @@GLOBAL.gtid_binlog_state")
+        state = str((cur.fetchone() or [""])[0] or "")
+    newest: dict[str, int] = {}
+    for part in filter(None, (p.strip() for p in state.split(","))):
+        d, _s, n = part.split("-")
+        newest[d] = max(newest.get(d, 0), int(n))
+    for part in filter(None, (p.strip() for p in start.gtid.split(","))):
+        d, _s, n = part.split("-")
+        if int(n) > newest.get(d, 0):
+            raise PositionError(f"the start position {start.text()} is not on the source: GTID {part} is ahead "
+                                f"of the server's binlog state {state or '(empty)'}", hint=fix)

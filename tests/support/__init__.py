@@ -1,0 +1,1 @@
+"""Helpers shared by integration and e2e tests (sysbench workloads, store replay checks)."""
