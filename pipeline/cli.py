@@ -71,5 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+if __name__ == "__main__":  # `python -m pipeline.cli`: use the importable module's app
+    from pipeline.cli import main as _main
+
+    sys.exit(_main())
