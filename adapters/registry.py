@@ -8,6 +8,7 @@ what its partition uses.
 from __future__ import annotations
 
 import importlib
+import inspect
 import sys
 from typing import Any
 
@@ -26,14 +27,19 @@ def _module(kind: str):
     return importlib.import_module(f"adapters.{kind}")
 
 
-def target_from_adapter(adapter: Any, file: str, key: str) -> Any:
-    """Build the frozen target config of one ``outerAdapters`` entry (errors name file/key)."""
+def target_from_adapter(adapter: Any, file: str, key: str, cfg: Any = None) -> Any:
+    """Build the frozen target config of one ``outerAdapters`` entry (errors name file/key).
+
+    ``cfg``: the deployment Config, passed on to adapters whose ``target_from_adapter`` takes
+    it (the ES adapter needs ``srcDataSources``/``source`` to re-query join SQL)."""
     kind = KINDS.get(adapter.name)
     if kind is None:
         raise ConfigError(file, f"{key}.name", f"adapter {adapter.name!r} cannot write (known: rdb, es, hbase)")
     mod = _module(kind)
     if not hasattr(mod, "target_from_adapter"):
         raise ConfigError(file, f"{key}.name", f"the {kind} adapter is not available in this version")
+    if cfg is not None and "cfg" in inspect.signature(mod.target_from_adapter).parameters:
+        return mod.target_from_adapter(adapter, file, key, cfg=cfg)
     return mod.target_from_adapter(adapter, file, key)
 
 

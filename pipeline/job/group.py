@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 import pymysql
 
@@ -58,7 +59,7 @@ def load_group(cfg: Config, group_id: str) -> GroupPlan:
             continue
         kind = kind_of(adapter.name)
         tid = f"{kind}:{adapter.key or ai}"
-        targets[tid] = (kind, target_from_adapter(adapter, cfg.file, key))
+        targets[tid] = (kind, target_from_adapter(adapter, cfg.file, key, cfg=cfg))
         by_kind.setdefault(kind, []).append((tid, adapter.key))
     chosen = []
     for m in mappings:
@@ -78,8 +79,17 @@ def load_group(cfg: Config, group_id: str) -> GroupPlan:
                 raise ConfigError(cfg.file, f"groups[{gi}].outerAdapters",
                                   f"no {m.kind} adapter for mapping {m.file}")
         chosen.append(hit[0])
-    routes = [r for i, m in enumerate(mappings) for r in routes_for(i, m)]
+    routes = [r for i, m in enumerate(mappings) for r in routes_for(i, m, _source_database(cfg, m))]
     return GroupPlan(cfg, group_id, tuple(mappings), tuple(chosen), targets, routes)
+
+
+def _source_database(cfg: Config, m: Mapping) -> str | None:
+    """The database of a mapping's data source (``jdbc:mysql://h:3306/db?..`` -> ``db``), if any."""
+    ds = cfg.srcDataSources.get(m.dataSourceKey) if m.dataSourceKey else None
+    if ds is None:
+        return None
+    rest = ds.url.strip().removeprefix("jdbc:").partition("://")[2]
+    return unquote(urlsplit("//" + rest).path.lstrip("/")) or None if rest else None
 
 
 def check_against_source(cfg: Config, mappings: tuple[Mapping, ...]) -> None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from pipeline.job.routing import Route, concurrent_expr, key_names_expr, key_of
+from pipeline.job.routing import Route, concurrent_expr, key_names_expr, key_of, midx_expr
 
 _MAP = "map<string,string>"
 
@@ -51,15 +51,16 @@ def segments(barriers: list) -> list[Segment]:
 
 
 def route_rows(dml: DataFrame, routes: list[Route]) -> DataFrame:
-    """One row per (Dml line, mapping that wants it), with ``midx``."""
-    hits = F.array(*[F.when(r.condition(), F.lit(r.midx)) for r in routes])
-    return dml.withColumn("midx", F.explode(F.filter(hits, lambda x: x.isNotNull())))
+    """One row per (Dml line, route that wants it), with ``ridx`` and the mapping's ``midx``."""
+    hits = F.array(*[F.when(r.condition(), F.lit(i)) for i, r in enumerate(routes)])
+    routed = dml.withColumn("ridx", F.explode(F.filter(hits, lambda x: x.isNotNull())))
+    return routed.withColumn("midx", midx_expr(routes))
 
 
 def split_rows(routed: DataFrame, routes: list[Route]) -> DataFrame:
     """Explode rows, detect key changes, and produce the change rows with their keys."""
     rows = routed.select(
-        "midx", "type", "database", "table", "pkNames", "mysqlType", "batchId", "seq", "old",
+        "ridx", "midx", "type", "database", "table", "pkNames", "mysqlType", "batchId", "seq", "old",
         F.posexplode("data").alias("row", "d"))
     o = F.try_element_at(F.col("old"), (F.col("row") + 1).cast("int"))
     rows = rows.withColumn("o", o).drop("old")
@@ -79,12 +80,13 @@ def split_rows(routed: DataFrame, routes: list[Route]) -> DataFrame:
         variant(F.lit("DELETE"), F.col("old_key"), F.col("before"), null_map, 0),
         variant(F.lit("INSERT"), F.col("key"), F.col("d"), null_map, 1),
     )).otherwise(F.array(variant(F.col("type"), F.col("key"), F.col("d"), F.col("o"), 0)))
-    out = rows.select("midx", "database", "table", "pkNames", "mysqlType", "batchId", "seq", "row",
+    out = rows.select("ridx", "midx", "database", "table", "pkNames", "mysqlType", "batchId", "seq", "row",
                       F.explode(variants).alias("v"))
-    out = out.select("midx", F.col("v.kind").alias("kind"), "database", "table", F.col("v.d").alias("d"),
+    out = out.select("ridx", "midx", F.col("v.kind").alias("kind"), "database", "table", F.col("v.d").alias("d"),
                      F.col("v.o").alias("o"), "pkNames", "mysqlType", "batchId", "seq", "row",
                      F.col("v.sub").alias("sub"), F.col("v.key").alias("key"))
-    return out.withColumn("pkey", F.when(concurrent_expr(routes), F.col("key")).otherwise(F.lit("")))
+    out = out.withColumn("pkey", F.when(concurrent_expr(routes), F.col("key")).otherwise(F.lit("")))
+    return out.drop("ridx")
 
 
 def partitioned_changes(dml: DataFrame, segment: Segment, routes: list[Route], partitions: int) -> DataFrame:

@@ -38,8 +38,12 @@ class Route:
         return cond if self.table is None else cond & eq("table", self.table)
 
 
-def routes_for(midx: int, m: Mapping) -> list[Route]:
-    """The routes of one mapping (RDB and HBase: the mapped table; ES: its main table)."""
+def routes_for(midx: int, m: Mapping, database: str | None = None) -> list[Route]:
+    """The routes of one mapping (RDB and HBase: the mapped table; ES: every table of its SQL).
+
+    ``database``: where the ES SQL's unqualified tables live (the database of the mapping's
+    data source), None when unknown (then any database matches, as before).
+    """
     spec = m.spec
     if isinstance(spec, DbMapping):
         keys = None if spec.mirrorDb else spec.source_pk_columns
@@ -48,17 +52,49 @@ def routes_for(midx: int, m: Mapping) -> list[Route]:
     if isinstance(spec, HbaseMapping):
         return [Route(midx, spec.database, spec.table, spec.rowkey_columns, m.concurrent)]
     if isinstance(spec, EsMapping):
-        main = spec.query.main
-        return [Route(midx, main.schema, main.name, None, m.concurrent, True)]
+        return _es_routes(midx, m, spec, database)
     raise TypeError(type(spec))  # pragma: no cover - the loader admits only these kinds
 
 
+def _es_routes(midx: int, m: Mapping, spec: EsMapping, database: str | None) -> list[Route]:
+    """One route per distinct table of the ES SQL (main first; a self-joined table once).
+
+    Main table: keyed by the main-table columns the document id is computed from, so all
+    changes of one document share a partition and an id-changing UPDATE becomes DELETE +
+    INSERT. Joined tables: keyed by the joined row's own primary key; the ES writer answers
+    a joined-row change by re-querying the affected documents from the source, which reads
+    the source's current state and so does not depend on the order across partitions.
+    """
+    q = spec.query
+    main = q.main
+    idf = q.field(spec.id_field)
+    keys = None
+    if idf is not None and idf.columns and all(c.alias == main.alias for c in idf.columns):
+        keys = tuple(dict.fromkeys(c.column for c in idf.columns))
+    routes, seen = [], set()
+    for t in q.tables:
+        db = t.schema or database
+        ident = (db.casefold() if db else None, t.name.casefold())
+        if ident in seen:
+            continue
+        seen.add(ident)
+        routes.append(Route(midx, db, t.name, keys if t is main else None, m.concurrent, True))
+    return routes
+
+
 def _by_route(routes: list[Route], branch, default: Column) -> Column:
+    """A CASE over ``ridx`` (the route's index in ``routes``): one mapping may have
+    several routes (an ES mapping: one per table of its SQL), each with its own key."""
     expr = None
-    for r in routes:
-        cond = F.col("midx") == r.midx
+    for i, r in enumerate(routes):
+        cond = F.col("ridx") == i
         expr = F.when(cond, branch(r)) if expr is None else expr.when(cond, branch(r))
     return default if expr is None else expr.otherwise(default)
+
+
+def midx_expr(routes: list[Route]) -> Column:
+    """The mapping index of a routed change."""
+    return _by_route(routes, lambda r: F.lit(r.midx), F.lit(-1))
 
 
 def key_names_expr(routes: list[Route], pk_names: Column) -> Column:

@@ -88,3 +88,12 @@ def test_segments_cut_at_barriers(spark):
              dml(1, 6, "INSERT", [{"id": "2"}]), dml(2, 1, "INSERT", [{"id": "3"}])]
     got = [sorted(r["key"] for _, r in collect(spark, lines, [Route(0, "db", "t", None)], seg=s)) for s in segs]
     assert got == [["1"], ["2"], ["3"]]
+
+
+def test_one_mapping_with_two_routes_keys_each_table_by_its_own_columns(spark):
+    lines = [dml(1, 0, "INSERT", [{"id": "1", "role_id": "7"}], table="user"),
+             dml(1, 1, "UPDATE", [{"rid": "7", "name": "b"}], old=[{"name": "a"}], table="role", pk=("rid",))]
+    routes = [Route(0, "db", "user", ("id",)), Route(0, "db", "role", None)]
+    rows = collect(spark, lines, routes)
+    got = sorted((r["table"], r["midx"], r["kind"], r["key"]) for _, r in rows)
+    assert got == [("role", 0, "UPDATE", "7"), ("user", 0, "INSERT", "1")]

@@ -1,0 +1,215 @@
+"""Frozen, picklable Elasticsearch target settings, and the source databases to re-query.
+
+:class:`EsTarget` is one canal ``outerAdapters`` entry with ``name: es``/``es7``/``es8``::
+
+    - name: es8
+      key: es1
+      hosts: 127.0.0.1:9200            # comma-separated; http:// is assumed, https:// may be given
+      properties:
+        mode: rest                     # the only mode (ES 8 has no transport client)
+        security.auth: user:password   # basic auth (or security.authEnv: VAR holding user:password)
+        security.ca.path: /etc/es/ca.crt
+        cluster.name: my-cluster       # when given, check() verifies it
+
+It also carries the source databases (:class:`SourceDb`) that join/computed mappings are
+re-queried from: every ``srcDataSources`` entry of the deployment config, and the config's
+``source`` section as the fallback for mappings whose ``dataSourceKey`` is absent (or is
+``defaultDS`` without such an entry). Passwords are :class:`Secret`: never printed.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+from typing import Any
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+from pipeline.errors import ConfigError
+from pipeline.secrets import Secret
+
+DEFAULT_DS = "defaultDS"
+
+
+@dataclass(frozen=True)
+class SourceDb:
+    """A MySQL/MariaDB server the mapping SQL is re-run on (``database`` None: not fixed)."""
+
+    host: str
+    port: int = 3306
+    user: str = "root"
+    password: Secret = field(default_factory=lambda: Secret(""))
+    database: str | None = None
+    connect_timeout: float = 10.0
+    name: str = "source"  # the dataSourceKey (or "source"), for messages
+
+    @property
+    def label(self) -> str:
+        """user@host:port/db, without the password."""
+        return f"{self.user}@{self.host}:{self.port}/{self.database or ''} ({self.name})"
+
+    @classmethod
+    def from_url(cls, url: str, username: str | None, password: Secret, name: str, file: str,
+                 key: str) -> SourceDb:
+        """From canal's ``jdbc:mysql://host:3306/db?...`` (also ``jdbc:mariadb:`` and ``mysql://``)."""
+        text = url.strip()
+        if text.startswith("jdbc:"):
+            text = text[5:]
+        scheme, sep, rest = text.partition("://")
+        if not sep or scheme.split("+")[0] not in ("mysql", "mariadb"):
+            raise ConfigError(file, key, "must be a MySQL/MariaDB URL such as jdbc:mysql://host:3306/db "
+                              f"(the ES adapter re-queries it), got {url!r}")
+        parts = urlsplit("//" + rest)
+        try:
+            port = parts.port or 3306
+        except ValueError:
+            raise ConfigError(file, key, "has an invalid port") from None
+        params = dict(parse_qsl(parts.query))
+        user = username or params.get("user") or unquote(parts.username or "") or "root"
+        pw = password if password else Secret(params.get("password") or unquote(parts.password or ""))
+        db = unquote(parts.path.lstrip("/")) or None
+        return cls(parts.hostname or "127.0.0.1", port, user, pw, db, name=name)
+
+
+def database_of_url(url: str | None) -> str | None:
+    """The database named by a data-source URL (``jdbc:mysql://h:3306/db?x`` -> ``db``)."""
+    if not url:
+        return None
+    rest = url.strip().removeprefix("jdbc:").partition("://")[2]
+    return unquote(urlsplit("//" + rest).path.lstrip("/")) or None if rest else None
+
+
+@dataclass(frozen=True)
+class EsTarget:
+    """One Elasticsearch cluster; frozen and hashable (it keys the per-process client cache)."""
+
+    hosts: tuple[str, ...]
+    username: str | None = None
+    password: Secret = field(default_factory=lambda: Secret(""))
+    ca_path: str | None = None
+    verify_certs: bool = True
+    cluster_name: str | None = None
+    request_timeout: float = 60.0
+    #: bytes of one bulk request before it is split (actions stay in order across requests)
+    bulk_bytes: int = 8 << 20
+    #: in-writer retries of a bulk whose items got 429/503 before TransientError is raised
+    item_retries: int = 3
+    sources: tuple[tuple[str, SourceDb], ...] = ()
+    default_source: SourceDb | None = None
+    key: str = ""
+
+    @property
+    def label(self) -> str:
+        """The hosts without credentials (for messages and logs)."""
+        return ",".join(self.hosts) + (f" ({self.key})" if self.key else "")
+
+    def client_kwargs(self) -> dict[str, Any]:
+        """Arguments for ``elasticsearch.Elasticsearch`` (holds the password: never log it)."""
+        kw: dict[str, Any] = {"hosts": list(self.hosts), "request_timeout": self.request_timeout,
+                              "max_retries": 2, "retry_on_timeout": True}
+        if self.username is not None:
+            kw["basic_auth"] = (self.username, self.password.reveal())
+        if self.ca_path:
+            kw["ca_certs"] = self.ca_path
+        if not self.verify_certs:
+            kw["verify_certs"] = False
+        return kw
+
+    def source_for(self, mapping: Any) -> SourceDb:
+        """The source database of a mapping: ``srcDataSources[dataSourceKey]`` (absent key:
+        ``defaultDS``, canal's default); for ``defaultDS`` without an entry, the config's
+        ``source`` section; any other unknown key is a ConfigError."""
+        key = getattr(mapping, "dataSourceKey", None) or DEFAULT_DS
+        found = dict(self.sources).get(key)
+        if found is not None:
+            return found
+        if key == DEFAULT_DS and self.default_source is not None:
+            return self.default_source
+        known = ", ".join(k for k, _ in self.sources) or "none"
+        raise ConfigError(getattr(mapping, "file", "<mapping>"), "dataSourceKey",
+                          f"data source {key!r} is not in srcDataSources (known: {known}); the ES "
+                          "adapter re-queries the source through it",
+                          hint="add it to srcDataSources of the deployment config, or omit dataSourceKey "
+                          "to use the config's source section")
+
+
+def _hosts(text: Any, file: str, key: str) -> tuple[str, ...]:
+    if not text or not isinstance(text, str):
+        raise ConfigError(file, key, "is required: the Elasticsearch HTTP address(es), e.g. 127.0.0.1:9200")
+    out = []
+    for h in (p.strip() for p in text.split(",")):
+        if not h:
+            continue
+        url = h if "://" in h else f"http://{h}"
+        parts = urlsplit(url)
+        if parts.username or parts.password:
+            raise ConfigError(file, key, "must not contain credentials; use properties.security.auth")
+        try:
+            port = parts.port
+        except ValueError:
+            raise ConfigError(file, key, f"{h!r} has an invalid port") from None
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ConfigError(file, key, f"{h!r} is not an HTTP address (host:port or https://host:port)")
+        out.append(f"{parts.scheme}://{parts.hostname}:{port or 9200}")
+    if not out:
+        raise ConfigError(file, key, "lists no host")
+    return tuple(out)
+
+
+def _auth(props: dict, file: str, where: str) -> tuple[str | None, Secret]:
+    auth = props.get("security.auth")
+    if auth in (None, "") and props.get("security.authEnv"):
+        var = str(props["security.authEnv"])
+        if var not in os.environ:
+            raise ConfigError(file, f"{where}.security.authEnv", f"environment variable {var} is not set")
+        auth = os.environ[var]
+    if auth in (None, ""):
+        return None, Secret("")
+    text = auth.reveal() if isinstance(auth, Secret) else str(auth)
+    user, sep, pw = text.partition(":")
+    if not sep or not user:
+        raise ConfigError(file, f"{where}.security.auth", "must be user:password")
+    return user, Secret(pw)
+
+
+def sources_of(cfg: Any) -> tuple[tuple[tuple[str, SourceDb], ...], SourceDb | None]:
+    """The deployment's ``srcDataSources`` and its ``source`` section as :class:`SourceDb`."""
+    if cfg is None:
+        return (), None
+    file = getattr(cfg, "file", "<config>")
+    out = []
+    for name, ds in (getattr(cfg, "srcDataSources", None) or {}).items():
+        out.append((name, SourceDb.from_url(ds.url, ds.username, ds.password, name, file,
+                                            f"srcDataSources.{name}.url")))
+    s = getattr(cfg, "source", None)
+    default = None if s is None else SourceDb(s.host, s.port, s.user, s.password, None,
+                                              float(s.connectTimeout), "source")
+    return tuple(out), default
+
+
+def target_from_adapter(adapter: Any, file: str, key: str, cfg: Any = None) -> EsTarget:
+    """The target of one ``outerAdapters`` entry; errors name ``file`` and ``key``."""
+    props = dict(getattr(adapter, "properties", None) or {})
+    where = f"{key}.properties"
+    mode = str(props.get("mode", "rest")).lower()
+    if mode != "rest":
+        raise ConfigError(file, f"{where}.mode", f"mode {mode!r} is not supported: Elasticsearch 8 has no "
+                          "transport client", hint="use mode: rest and the HTTP port in hosts (e.g. :9200)")
+    hosts = _hosts(getattr(adapter, "hosts", None) or props.get("hosts"), file, f"{key}.hosts")
+    user, password = _auth(props, file, where)
+    verify = str(props.get("security.verify", "true")).lower() not in ("false", "0", "no")
+    try:
+        timeout = float(props.get("requestTimeout", 60))
+        bulk_bytes = int(props.get("bulkBytes", 8 << 20))
+    except (TypeError, ValueError):
+        raise ConfigError(file, where, "requestTimeout and bulkBytes must be numbers") from None
+    sources, default = sources_of(cfg)
+    target = EsTarget(hosts, user, password, props.get("security.ca.path") or None, verify,
+                      props.get("cluster.name") or None, timeout, bulk_bytes, sources=sources,
+                      default_source=default, key=getattr(adapter, "key", None) or "")
+    return target
+
+
+def with_sources(target: EsTarget, *sources: SourceDb, default: SourceDb | None = None) -> EsTarget:
+    """A copy with these data sources (tests and tools that build targets by hand)."""
+    return replace(target, sources=tuple((s.name, s) for s in sources) or target.sources,
+                   default_source=default or target.default_source)

@@ -1,0 +1,149 @@
+"""errors.py classifies every Elasticsearch failure, and retries what is transient.
+
+The suite's server cannot be made to answer 429/503 on demand, so the classifier is tested
+with constructed elasticsearch-py exceptions and bulk item results; the transient path of a
+real bulk is exercised against a closed port (connection refused). Also: the config of an
+``outerAdapters`` entry, and ``relations`` documents (join field + routing), which this
+server cannot store (no parent-join module).
+"""
+
+from __future__ import annotations
+
+import socket
+
+import elastic_transport
+import pytest
+from elasticsearch import ApiError, BadRequestError
+
+from adapters.base import Change
+from adapters.es import EsTarget, make_writer, target_from_adapter
+from adapters.es.chunk import ChunkApplier
+from adapters.es.documents import doc_plan
+from adapters.es.errors import EsItemError, EsTransientError, from_exception, item_error
+from pipeline.config import OuterAdapter, parse_config
+from pipeline.errors import ConfigError, TargetError, TransientError
+from pipeline.mapping.loader import parse_mapping_text
+
+
+def _meta(status: int) -> elastic_transport.ApiResponseMeta:
+    node = elastic_transport.NodeConfig("http", "127.0.0.1", 9200)
+    return elastic_transport.ApiResponseMeta(status, "1.1", elastic_transport.HttpHeaders(), 0.01, node)
+
+
+@pytest.mark.parametrize("status,etype,transient", [
+    (429, "es_rejected_execution_exception", True),
+    (503, "unavailable_shards_exception", True),
+    (409, "version_conflict_engine_exception", True),
+    (500, "circuit_breaking_exception", True),
+    (400, "mapper_parsing_exception", False),
+    (400, "strict_dynamic_mapping_exception", False),
+    (403, "security_exception", False),
+    (404, "index_not_found_exception", False),
+])
+def test_bulk_item_classification(status, etype, transient):
+    err = item_error("index", "users", "42", status, {"type": etype, "reason": "why",
+                                                      "caused_by": {"type": "x", "reason": "deeper"}})
+    assert isinstance(err, TransientError if transient else TargetError)
+    assert isinstance(err, EsTransientError) == transient
+    text = str(err)
+    assert "users" in text and "_id=42" in text and etype in text and "deeper" in text
+    if not transient:
+        assert isinstance(err, EsItemError) and err.key == "_id=42"
+
+
+def test_api_errors_classification():
+    busy = ApiError("busy", _meta(429), {"error": {"type": "es_rejected_execution_exception", "reason": "queue"}})
+    assert isinstance(from_exception(busy, "bulk", "http://h:9200"), TransientError)
+    bad = BadRequestError("bad", _meta(400), {"error": {"type": "parse_exception", "reason": "nope"}})
+    e = from_exception(bad, "bulk", "http://h:9200")
+    assert isinstance(e, TargetError) and not isinstance(e, TransientError) and "parse_exception" in str(e)
+    down = elastic_transport.ConnectionError("refused")
+    assert isinstance(from_exception(down, "bulk", "http://h:9200"), TransientError)
+    slow = elastic_transport.ConnectionTimeout("timed out")
+    assert "timed out" in str(from_exception(slow, "bulk", "http://h:9200"))
+
+
+def test_unreachable_cluster_is_transient_and_hides_the_password():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again: connection refused
+    adapter = OuterAdapter(name="es8", key="es1", hosts=f"127.0.0.1:{port}",
+                           properties={"mode": "rest", "security.auth": "elastic:s3cr3t-pw"})
+    target = target_from_adapter(adapter, "sluice.yml", "groups[0].outerAdapters[0]")
+    target = EsTarget(target.hosts, target.username, target.password, request_timeout=2, item_retries=0)
+    m = parse_mapping_text("esMapping:\n  _index: x\n  _id: id\n  sql: select t.id, t.a from t t\n", "m.yml")
+    w = make_writer(target, (m,))
+    with pytest.raises(TransientError) as e:
+        w.apply(m, [Change("INSERT", "db", "t", {"id": "1", "a": "x"}, mysql_type={"id": "int", "a": "text"})])
+    assert "s3cr3t" not in str(e.value) and "could not connect" in str(e.value)
+
+
+def test_target_from_canal_adapter_and_sources():
+    cfg = parse_config({"source": {"host": "db1", "port": 3307, "user": "cdc", "password": "pw"},
+                        "srcDataSources": {"defaultDS": {"url": "jdbc:mysql://db2:3306/mytest?useUnicode=true",
+                                                         "username": "root", "password": "121212"}}})
+    adapter = OuterAdapter(name="es", hosts="127.0.0.1:9200,https://es2:9243",
+                           properties={"mode": "rest", "security.auth": "test:123456", "cluster.name": "c1"})
+    t = target_from_adapter(adapter, "f.yml", "k", cfg=cfg)
+    assert t.hosts == ("http://127.0.0.1:9200", "https://es2:9243") and t.username == "test"
+    assert t.cluster_name == "c1" and "123456" not in repr(t) and "123456" not in t.label
+    ds = dict(t.sources)["defaultDS"]
+    assert (ds.host, ds.port, ds.database, ds.user) == ("db2", 3306, "mytest", "root")
+    assert t.default_source.host == "db1"
+    with pytest.raises(ConfigError, match="transport client"):
+        target_from_adapter(OuterAdapter(name="es", hosts="h:9300", properties={"mode": "transport"}), "f", "k")
+    m = parse_mapping_text("dataSourceKey: other\nesMapping:\n  _index: x\n  _id: id\n  sql: select t.id from t t\n",
+                           "m.yml")
+    with pytest.raises(ConfigError, match="other"):
+        t.source_for(m)
+
+
+def test_id_must_come_from_the_main_table():
+    m = parse_mapping_text("esMapping:\n  _index: x\n  _id: rid\n  sql: select a.id, b.id as rid from a a "
+                           "left join b b on b.id = a.bid\n", "m.yml")
+    with pytest.raises(ConfigError, match="main table"):
+        doc_plan(m)
+
+
+def test_relations_documents_carry_join_field_and_routing():
+    """Parent/child documents (canal's customer/biz_order): built and routed, but not sent -
+    the suite's server has no join field type, so this stops at the bulk actions."""
+    child = parse_mapping_text("""esMapping:
+  _index: customer
+  _id: _id
+  relations:
+    customer_order:
+      name: order
+      parent: customer_id
+  sql: "select concat('oid_', t.id) as _id, t.customer_id, t.id as order_id from biz_order t"
+  skips: [customer_id]
+""", "biz_order.yml")
+    parent = parse_mapping_text("""esMapping:
+  _index: customer
+  _id: id
+  relations:
+    customer_order:
+      name: customer
+  sql: "select t.id, t.name from customer t"
+""", "customer.yml")
+    types = {"id": "bigint(20)", "name": "varchar(20)"}
+    plan = doc_plan(parent)
+    app = ChunkApplier(EsTarget(("http://127.0.0.1:1",)), plan, parent, None)
+    from adapters.es.documents import Op
+    op = Op("index_row", {"id": "7", "name": "ann"}, types, {"id": "id", "name": "name"})
+    app._resolve_ids([op])
+    actions, _ = app._row_actions([op])
+    assert actions[0].doc_id == "7" and actions[0].body == {"name": "ann", "customer_order": "customer"}
+    cplan = doc_plan(child)
+    assert cplan.parent_column == "customer_id" and cplan.relation.parent_field == "customer_id"
+    capp = ChunkApplier(EsTarget(("http://127.0.0.1:1",)), cplan, child, None)
+    doc = capp._db_doc(["_id", "customer_id", "order_id"], [253, 8, 8], ("oid_5", 7, 5))
+    assert doc.doc_id == "oid_5" and doc.routing == "7"
+    assert doc.body == {"order_id": 5, "customer_order": {"name": "order", "parent": "7"}}
+
+
+def test_check_refuses_relations_without_a_join_field(elasticsearch):
+    m = parse_mapping_text("esMapping:\n  _index: sluice-no-join\n  _id: id\n  relations:\n    j:\n      name: p\n"
+                           "  sql: select t.id from t t\n", "m.yml")
+    with pytest.raises(TargetError, match="no join field"):
+        make_writer(EsTarget((elasticsearch["url"],)), (m,)).check()
