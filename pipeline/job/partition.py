@@ -69,8 +69,8 @@ class _PartitionRun:
         mapping = self.ctx.mappings[midx]
         delay = 0.5
         for attempt in range(1, self.ctx.retries + 1):
-            w = self.writer(midx)
             try:
+                w = self.writer(midx)  # opening may fail transiently too (target restarting)
                 w.apply(mapping, chunk)
                 w.commit()
                 self.rows += len(chunk)
