@@ -1,1 +1,31 @@
-"""Sluice target adapters."""
+"""The RDB adapter: MySQL/MariaDB, PostgreSQL and SQLite targets through SQLAlchemy Core.
+
+``make_writer(target, mappings)`` gives an unopened :class:`RdbWriter`;
+``target_from_adapter`` builds an :class:`RdbTarget` from a canal ``outerAdapters`` entry;
+``reset_caches`` forgets reflected tables (the job calls it after DDL). docs/rdb.md.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from adapters.rdb.config import RdbTable, RdbTarget, TlsOptions
+from adapters.rdb.schema import reset_caches
+from adapters.rdb.writer import RdbWriter
+
+__all__ = ["RdbTable", "RdbTarget", "RdbWriter", "TlsOptions", "make_writer", "reset_caches", "target_from_adapter"]
+
+
+def make_writer(target: RdbTarget, mappings: tuple[Any, ...]) -> RdbWriter:
+    """A new, unopened writer for ``target`` applying ``mappings`` (RdbTable or dbMapping Mappings)."""
+    return RdbWriter(target, tuple(mappings))
+
+
+def target_from_adapter(adapter: Any, file: str, key: str) -> RdbTarget:
+    """The target of one ``outerAdapters`` entry (``name: rdb``); errors name ``file``/``key``."""
+    props = dict(getattr(adapter, "properties", None) or {})
+    target = RdbTarget.from_properties(props, file, key)
+    if getattr(adapter, "key", None) and not target.key:
+        from dataclasses import replace
+        target = replace(target, key=adapter.key)
+    return target

@@ -1,0 +1,127 @@
+"""mirrorDb DDL replay on MySQL/MariaDB targets (PostgreSQL/SQLite: never replayed).
+
+The source statement runs on the target with the source database name replaced by the
+target one wherever it qualifies a name (``src.t`` / ```src`.`t```), on a connection whose
+current database is the target's (unqualified names). Replays are idempotent: an error
+code that means "this was applied already" for that kind of statement (table exists,
+unknown table, duplicate column/key, can't drop a missing column/key, ...) is logged and
+treated as done. With a ``seq`` the statement is also recorded in the target database's
+``_sluice_ddl_applied`` table and never run twice (so a replayed CREATE of a table that a
+later RENAME moved away is not re-created). Quoted strings and comments are never rewritten.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import TYPE_CHECKING
+
+from sqlalchemy.exc import SQLAlchemyError
+
+from adapters.base import DdlChange
+from adapters.rdb.config import RdbTable
+from adapters.rdb.errors import classify, db_text
+from pipeline.logs import get_logger
+
+if TYPE_CHECKING:
+    from adapters.rdb.writer import RdbWriter
+
+log = get_logger("rdb.ddl")
+LOG_TABLE = "`_sluice_ddl_applied`"  # per target database: which DdlChange (by seq) ran already
+REPLAYED = frozenset({"CREATE", "ALTER", "ERASE", "RENAME", "TRUNCATE", "CINDEX", "DINDEX"})
+
+_TOKEN = re.compile(r"""
+    (?P<bq>`(?:[^`]|``)*`)
+  | (?P<sq>'(?:[^'\\]|\\.|'')*')
+  | (?P<dq>"(?:[^"\\]|\\.|"")*")
+  | (?P<comment>/\*.*?\*/|--[ \t][^\n]*|\#[^\n]*)
+  | (?P<word>[A-Za-z0-9_$\u0080-\U0010FFFF]+)
+  | (?P<other>\s+|.)
+""", re.S | re.X)
+
+
+def rewrite_schema(sql: str, source_db: str, target_db: str) -> str:
+    """Replace the database qualifier ``source_db`` by ``target_db`` (always backtick-quoted)."""
+    if source_db == target_db:
+        return sql
+    quoted = "`" + target_db.replace("`", "``") + "`"
+    tokens = [(m.lastgroup, m.group()) for m in _TOKEN.finditer(sql)]
+    out = []
+    for i, (kind, text) in enumerate(tokens):
+        name = text[1:-1].replace("``", "`") if kind == "bq" else text if kind == "word" else None
+        if name == source_db and _next_is_dot(tokens, i) and not _prev_is_dot(tokens, i):
+            out.append(quoted)
+        else:
+            out.append(text)
+    return "".join(out)
+
+
+def _next_is_dot(tokens: list, i: int) -> bool:
+    for kind, text in tokens[i + 1:]:
+        if kind == "other" and text.isspace():
+            continue
+        return text == "."
+    return False
+
+
+def _prev_is_dot(tokens: list, i: int) -> bool:
+    for kind, text in reversed(tokens[:i]):
+        if kind == "other" and text.isspace():
+            continue
+        return text == "."
+    return False
+
+
+def apply_ddl(w: RdbWriter, route: RdbTable | None, ddl: DdlChange) -> None:
+    """Replay ``ddl`` when the route mirrors a database onto a MySQL/MariaDB target."""
+    if w.dialect.family != "mysql":
+        log.info("ddl not replayed", reason=f"{w.dialect.label} targets do not replay MySQL DDL",
+                 database=ddl.database, table=ddl.table, kind=ddl.kind)
+        return
+    if route is None or not route.mirror_ddl:
+        log.info("ddl not replayed", reason="only mirrorDb mappings replay DDL", table=ddl.table, kind=ddl.kind)
+        return
+    if ddl.kind not in REPLAYED:
+        log.info("ddl not replayed", reason=f"statement kind {ddl.kind}", sql=ddl.sql[:200])
+        return
+    target_db = route.target_schema or ddl.database
+    sql = rewrite_schema(ddl.sql, ddl.database, target_db)
+    qdb = "`" + target_db.replace("`", "``") + "`"
+    mark = (ddl.database, "%d.%d.%d" % ddl.seq, hashlib.sha1(ddl.sql.encode()).hexdigest())
+    conn = w.engine().connect().execution_options(isolation_level="AUTOCOMMIT")
+    try:
+        cur = conn.connection.dbapi_connection.cursor()  # no parameter interpolation: '%' stays '%'
+        try:
+            if ddl.seq != (0, 0, 0):
+                cur.execute(f"CREATE TABLE IF NOT EXISTS {qdb}.{LOG_TABLE} (source_db VARCHAR(64) NOT NULL, "
+                            "seq VARCHAR(64) NOT NULL, sql_sha1 CHAR(40) NOT NULL, applied_at TIMESTAMP(6) NOT NULL "
+                            "DEFAULT CURRENT_TIMESTAMP(6), PRIMARY KEY (source_db, seq, sql_sha1)) ENGINE=InnoDB")
+                cur.execute(f"SELECT 1 FROM {qdb}.{LOG_TABLE} WHERE source_db = %s AND seq = %s AND sql_sha1 = %s",
+                            mark)
+                if cur.fetchone():
+                    log.info("ddl already applied", database=target_db, table=ddl.table, kind=ddl.kind, seq=mark[1])
+                    return
+            cur.execute("USE " + qdb)
+            try:
+                cur.execute(sql)
+                log.info("ddl replayed", database=target_db, table=ddl.table, kind=ddl.kind)
+            except Exception as e:  # noqa: BLE001 - a raw DBAPI error: classified below
+                if not w.dialect.is_ddl_applied(ddl.kind, e):
+                    raise
+                log.info("ddl already applied", database=target_db, table=ddl.table, kind=ddl.kind,
+                         error=db_text(e, w.dialect))
+            if ddl.seq != (0, 0, 0):
+                cur.execute(f"INSERT INTO {qdb}.{LOG_TABLE} (source_db, seq, sql_sha1) VALUES (%s, %s, %s)", mark)
+        finally:
+            cur.close()
+    except Exception as e:  # noqa: BLE001 - a raw DBAPI error: classified below
+        err = classify(e, w.target, table=f"{target_db}.{ddl.table}", action=f"replay {ddl.kind} DDL on",
+                       hint=f"the statement was: {sql[:300]}")
+        err.table = f"{ddl.database}.{ddl.table}"
+        raise err from None
+    finally:
+        try:
+            conn.invalidate()  # its current database changed: never hand it back to the pool
+        except SQLAlchemyError:
+            pass
+        conn.close()

@@ -1,0 +1,55 @@
+"""One pooled SQLAlchemy engine per target per process (never per row, chunk or writer)."""
+
+from __future__ import annotations
+
+import threading
+
+from sqlalchemy import create_engine, event
+from sqlalchemy.engine import Engine
+
+from adapters.rdb.config import RdbTarget
+from adapters.rdb.dialects import connect_args, dialect_of
+from pipeline.logs import register_secret
+
+_engines: dict[RdbTarget, Engine] = {}
+_lock = threading.Lock()
+
+
+def engine_for(target: RdbTarget) -> Engine:
+    """The process-wide engine of ``target`` (created on first use, session set up per connection)."""
+    with _lock:
+        engine = _engines.get(target)
+        if engine is None:
+            engine = _engines[target] = _create(target)
+        return engine
+
+
+def _create(target: RdbTarget) -> Engine:
+    register_secret(target.password.reveal())
+    kw: dict = {"pool_pre_ping": True, "connect_args": connect_args(target)}
+    if target.dialect != "sqlite":
+        kw.update(pool_size=target.pool_size, max_overflow=target.pool_size, pool_recycle=1800)
+    engine = create_engine(target.url(), **kw)
+    session_sql = dialect_of(target).session_sql
+
+    @event.listens_for(engine, "connect")
+    def _session(dbapi_conn, _record) -> None:
+        if not session_sql:
+            return
+        cur = dbapi_conn.cursor()
+        try:
+            for stmt in session_sql:
+                cur.execute(stmt)
+        finally:
+            cur.close()
+        dbapi_conn.commit()
+
+    return engine
+
+
+def dispose_all() -> None:
+    """Close every pooled connection of this process (tests, shutdown)."""
+    with _lock:
+        for engine in _engines.values():
+            engine.dispose()
+        _engines.clear()

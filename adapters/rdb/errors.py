@@ -1,0 +1,90 @@
+"""The one place where driver exceptions become TransientError / TargetError.
+
+Messages name the target (URL without password), the target table, the row's key when
+there is one, and the database's own error (code and text). Passwords never appear: the
+URL is rendered without one, and the driver text is scrubbed of the secret as well.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import exc as sa_exc
+
+from adapters.rdb.config import RdbTarget
+from adapters.rdb.dialects import Dialect, dialect_of
+from pipeline.errors import SluiceError, TargetError, TransientError
+
+
+def driver_error(exc: BaseException) -> BaseException | None:
+    """The DBAPI exception inside a SQLAlchemy one (or the exception itself)."""
+    if isinstance(exc, sa_exc.DBAPIError):
+        return exc.orig
+    if isinstance(exc, sa_exc.SQLAlchemyError):
+        return None
+    return exc
+
+
+def db_text(exc: BaseException, dialect: Dialect) -> str:
+    """``MySQL error 1062: Duplicate entry ...`` -- code and the database's own message."""
+    orig = driver_error(exc)
+    if orig is None:
+        return f"{type(exc).__name__}: {exc}"
+    code = dialect.error_code(orig)
+    if dialect.family == "mysql" and len(getattr(orig, "args", ())) >= 2:
+        text = str(orig.args[1])
+    else:
+        text = str(orig).strip()
+    text = " ".join(text.split())
+    return f"{dialect.label} error {code}: {text}" if code not in (None, "") else f"{dialect.label}: {text}"
+
+
+def _scrub(text: str, target: RdbTarget) -> str:
+    pw = target.password.reveal()
+    return text.replace(pw, "***") if pw and len(pw) >= 3 else text
+
+
+def is_transient(exc: BaseException, dialect: Dialect) -> bool:
+    if isinstance(exc, (sa_exc.TimeoutError, sa_exc.DisconnectionError)):
+        return True
+    if isinstance(exc, sa_exc.DBAPIError) and exc.connection_invalidated:
+        return True
+    return dialect.is_transient(driver_error(exc))
+
+
+def classify(exc: BaseException, target: RdbTarget, *, table: str, action: str, key: Any = None,
+             hint: str | None = None) -> SluiceError:
+    """Turn a driver/SQLAlchemy exception into the error the job understands.
+
+    ``action`` says what was attempted ("insert into", "update", "connect to"), ``table``
+    the target table, ``key`` the primary key of the row (or None for a set statement).
+    """
+    if isinstance(exc, SluiceError):
+        return exc
+    dialect = dialect_of(target)
+    where = f" key {format_key(key)}" if key is not None else ""
+    message = _scrub(f"{action} {table}{where} on {target.label}: {db_text(exc, dialect)}", target)
+    if is_transient(exc, dialect):
+        return TransientError(message, hint=hint or "retried by the job; check the target if it persists")
+    return TargetError(message, hint=hint)
+
+
+def connect_error(exc: BaseException, target: RdbTarget, *, preflight: bool = False) -> SluiceError:
+    """A failure to open a connection; on pre-flight (``check()``) always terminal."""
+    dialect = dialect_of(target)
+    orig = driver_error(exc)
+    text = _scrub(f"cannot connect to {target.label}: {db_text(exc, dialect)}", target)
+    if dialect.is_auth_failure(orig):
+        return TargetError(text, hint="check the target's username, password and database")
+    if preflight:
+        return TargetError(text, hint="check the host, port, credentials and that the server runs")
+    if is_transient(exc, dialect):
+        return TransientError(text)
+    return TargetError(text)
+
+
+def format_key(key: Any) -> str:
+    """``{id=7}`` / ``{a=1, b='x'}``: a row key for messages."""
+    if isinstance(key, dict):
+        return "{" + ", ".join(f"{k}={v!r}" for k, v in key.items()) + "}"
+    return repr(key)

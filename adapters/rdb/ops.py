@@ -1,0 +1,271 @@
+"""Set-based INSERT / UPDATE / DELETE of one run (consecutive changes of one kind and shape).
+
+Each function gets the writer (connection, SQL builder, stats) and the run; order within a
+run is kept where it matters (the same key twice ends an UPDATE statement). Driver errors
+are classified by :mod:`adapters.rdb.errors`; nothing here matches message text.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from operator import itemgetter
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy.exc import DBAPIError
+
+from adapters.base import Change
+from adapters.rdb.errors import classify, format_key
+from adapters.rdb.plan import Plan
+from adapters.rdb.statements import is_lob
+from pipeline.errors import TargetError
+
+if TYPE_CHECKING:
+    from adapters.rdb.writer import RdbWriter
+
+MAX_ROWS = 1000  # rows per multi-row statement
+
+
+def _flat(rows: list[tuple]) -> tuple:
+    return tuple(v for r in rows for v in r)
+
+
+def _size(row: tuple) -> int:
+    return sum(len(v) for v in row if v.__class__ is str or v.__class__ is bytes) * 2 + 8 * len(row)
+
+
+def chunks(w: RdbWriter, plan: Plan, rows: list[tuple], width: int) -> list[tuple[int, int]]:
+    """``(start, end)`` slices: at most MAX_ROWS rows, the dialect's parameter limit and (MySQL,
+    when a column may be large) the statement byte budget."""
+    per = max(1, min(MAX_ROWS, w.dialect.max_params // max(width, 1)))
+    big = w.dialect.family == "mysql" and any(is_lob(plan.info.columns[t]) for t in plan.tgt)
+    if not big:
+        return [(i, min(i + per, len(rows))) for i in range(0, len(rows), per)]
+    out, start, size, budget = [], 0, 0, w.target.max_statement_bytes
+    for i, r in enumerate(rows):
+        s = _size(r)
+        if i > start and (i - start >= per or size + s > budget):
+            out.append((start, i))
+            start, size = i, 0
+        size += s
+    if start < len(rows):
+        out.append((start, len(rows)))
+    return out
+
+
+def _span(plan: Plan, changes: list[Change]) -> str:
+    if len(changes) == 1:
+        return format_key(plan.key_of(changes[0]))
+    return f"one of {len(changes)} rows {format_key(plan.key_of(changes[0]))}..{format_key(plan.key_of(changes[-1]))}"
+
+
+def fail(w: RdbWriter, e: BaseException, plan: Plan, action: str, key: Any, hint: str | None = None):
+    err = classify(e, w.target, table=plan.info.label, action=action, key=key, hint=hint)
+    err.table, err.key = plan.source, key if isinstance(key, str) else format_key(key)
+    return err
+
+
+def locate(w: RdbWriter, plan: Plan, e: DBAPIError, changes: list[Change], one_sql: str, params: list[tuple],
+           action: str) -> TargetError:
+    """After a multi-row statement failed: find the row that fails alone (MySQL/SQLite keep the
+    transaction usable after a failed statement; PostgreSQL does not, so it names the span)."""
+    if w.dialect.family != "postgresql" and len(changes) > 1 and not w.is_transient(e):
+        for c, p in zip(changes, params, strict=True):
+            try:
+                w.exec(one_sql, p)
+            except DBAPIError as e1:
+                return fail(w, e1, plan, action, plan.key_of(c))
+    return fail(w, e, plan, action, _span(plan, changes))
+
+
+# -- INSERT ------------------------------------------------------------------------------------
+def insert(w: RdbWriter, plan: Plan, changes: list[Change], rows: list[tuple]) -> None:
+    skip_on = plan.key_tgt if w.dialect.on_conflict_skip else ()
+    for a, b in chunks(w, plan, rows, len(plan.tgt)):
+        part, cs = rows[a:b], changes[a:b]
+        if w.dialect.family == "mysql" and plan.key_pos:
+            _mysql_insert(w, plan, cs, part)
+            continue
+        try:
+            n = w.exec(w.sql.insert(plan.info, plan.tgt, len(part), skip_on), _flat(part)).rowcount
+        except DBAPIError as e:
+            raise locate(w, plan, e, cs, w.sql.insert(plan.info, plan.tgt, 1, skip_on), part, "insert into") from None
+        w.count("inserted", plan, n)
+        w.count("skipped", plan, len(part) - n)
+
+
+def _mysql_insert(w: RdbWriter, plan: Plan, changes: list[Change], rows: list[tuple]) -> None:
+    """Multi-row INSERT; on a duplicate key drop the rows whose key exists and retry once;
+    a second duplicate is another unique key (or a key twice in the chunk): row by row."""
+    sql = w.sql
+    try:
+        w.exec(sql.insert(plan.info, plan.tgt, len(rows)), _flat(rows))
+        w.count("inserted", plan, len(rows))
+        return
+    except DBAPIError as e:
+        if not w.dialect.is_unique_violation(e.orig):
+            raise locate(w, plan, e, changes, sql.insert(plan.info, plan.tgt, 1), rows, "insert into") from None
+    existing = probe(w, plan, rows)
+    w.count("skipped", plan, len(existing))
+    keep = [i for i in range(len(rows)) if i not in existing]
+    if not keep:
+        return
+    try:
+        w.exec(sql.insert(plan.info, plan.tgt, len(keep)), _flat([rows[i] for i in keep]))
+        w.count("inserted", plan, len(keep))
+        return
+    except DBAPIError as e:
+        if not w.dialect.is_unique_violation(e.orig):
+            raise fail(w, e, plan, "insert into", _span(plan, [changes[i] for i in keep])) from None
+    one = sql.insert(plan.info, plan.tgt, 1)
+    for i in keep:
+        try:
+            w.exec(one, rows[i])
+        except DBAPIError as e:
+            if w.dialect.is_unique_violation(e.orig) and probe(w, plan, [rows[i]]):
+                w.count("skipped", plan, 1)  # the same key earlier in this chunk
+                continue
+            raise fail(w, e, plan, "insert into", plan.key_of(changes[i]),
+                       hint="a unique key other than the primary key conflicts: the target is not a copy "
+                            "of the source (fix the row or the unique key, then run again)") from None
+        w.count("inserted", plan, 1)
+
+
+def probe(w: RdbWriter, plan: Plan, rows: list[tuple]) -> set[int]:
+    """Positions of ``rows`` whose key already exists in the target (one query)."""
+    keys = [tuple(r[i] for i in plan.key_pos) for r in rows]
+    res = w.exec(w.sql.exists_probe(plan.info, plan.key_tgt, len(keys)), _flat(keys))
+    return {int(r[0]) for r in res}
+
+
+# -- UPDATE ------------------------------------------------------------------------------------
+def _loose(v: Any) -> Any:
+    """A key as a case/accent/trailing-space insensitive collation might see it (never too fine)."""
+    if isinstance(v, str):
+        v = unicodedata.normalize("NFKD", v).encode("ascii", "ignore").decode().casefold().rstrip()
+    return v
+
+
+def update(w: RdbWriter, plan: Plan, changes: list[Change], rows: list[tuple], sets: tuple[int, ...]) -> None:
+    sql, info = w.sql, plan.info
+    set_tgt = tuple(plan.tgt[i] for i in sets)
+    nk = len(plan.key_pos)
+    order = plan.key_pos + sets
+    get = itemgetter(*order) if len(order) > 1 else (lambda r, i=order[0]: (r[i],))
+    params = [get(r) for r in rows]  # key values, then the values to set
+    one = sql.update_row(info, plan.key_tgt, set_tgt)
+    if w.dialect.family == "sqlite":
+        one_params = [p[nk:] + p[:nk] for p in params]
+        try:
+            n = w.exec(one, one_params).rowcount
+        except DBAPIError as e:
+            raise locate(w, plan, e, changes, one, one_params, "update") from None
+        w.count_update(plan, len(rows), n)
+        return
+    # every UPDATE of a run sets the same columns, so a later UPDATE of the exact same key
+    # supersedes an earlier one: keep the last (its after-image is the state both lead to)
+    last = {p[:nk]: i for i, p in enumerate(params)}
+    if len(last) < len(params):
+        keep = sorted(last.values())
+        w.count("updated", plan, len(params) - len(keep))
+        changes, params = [changes[i] for i in keep], [params[i] for i in keep]
+    loose = tuple(j for j, t in enumerate(plan.key_tgt)
+                  if info.columns[t].collation and not info.columns[t].collation.endswith("_bin"))
+    per = max(1, min(MAX_ROWS, w.dialect.max_params // max(len(order), 1)))
+    if not loose:  # keys are distinct now
+        for a in range(0, len(params), per):
+            _update_batch(w, plan, changes[a:a + per], params[a:a + per], one, set_tgt)
+        return
+    start, seen = 0, set()
+    for i, p in enumerate(params):  # keys equal under a collation may be one row: never in one statement
+        k = tuple(_loose(v) if j in loose else v for j, v in enumerate(p[:nk]))
+        if k in seen or i - start >= per:
+            _update_batch(w, plan, changes[start:i], params[start:i], one, set_tgt)
+            start, seen = i, set()
+        seen.add(k)
+    _update_batch(w, plan, changes[start:], params[start:], one, set_tgt)
+
+
+def _update_batch(w: RdbWriter, plan: Plan, changes: list[Change], params: list[tuple], one: str,
+                  set_tgt: tuple[str, ...]) -> None:
+    if not params:
+        return
+    nk = len(plan.key_pos)
+    if len(params) == 1:
+        stmt, args = one, params[0][nk:] + params[0][:nk]
+    else:  # distinct keys: any order gives the same result, and key order makes the lookups local
+        try:
+            ordered = sorted(params, key=lambda p: p[:nk])
+        except TypeError:
+            ordered = params
+        stmt, args = w.sql.update_set(plan.info, plan.key_tgt, set_tgt, len(params)), _flat(ordered)
+    try:
+        n = w.exec(stmt, args).rowcount
+    except DBAPIError as e:
+        raise locate(w, plan, e, changes, one, [p[nk:] + p[:nk] for p in params], "update") from None
+    w.count_update(plan, len(params), n)
+
+
+# -- DELETE ------------------------------------------------------------------------------------
+def delete(w: RdbWriter, plan: Plan, changes: list[Change]) -> None:
+    keys = plan.key_rows(changes)
+    per = max(1, min(MAX_ROWS, w.dialect.max_params // len(plan.key_pos)))
+    for a in range(0, len(keys), per):
+        part = keys[a:a + per]
+        try:
+            n = w.exec(w.sql.delete_in(plan.info, plan.key_tgt, len(part)), _flat(part)).rowcount
+        except DBAPIError as e:
+            raise fail(w, e, plan, "delete from", _span(plan, changes[a:a + per])) from None
+        w.count("deleted", plan, n)
+        w.count_missed(plan, len(part) - n)
+
+
+# -- tables without a key: one statement per row, matching one row on the before-image -----------
+def keyless(w: RdbWriter, plan: Plan, change: Change, sets: tuple[int, ...] | None) -> None:
+    before = plan.image({**change.data, **(change.old or {})} if sets is not None else change.data)
+    match = w.sql.comparable(plan.info, plan.tgt)
+    mpos = tuple(plan.tgt.index(t) for t in match)
+    where = tuple(before[i] for i in mpos)
+    if sets is None:
+        stmt, args, kind = w.sql.pkless_delete(plan.info, match), where, "deleted"
+    else:
+        after = plan.image(change.data)
+        stmt = w.sql.pkless_update(plan.info, tuple(plan.tgt[i] for i in sets), match)
+        args, kind = tuple(after[i] for i in sets) + where, "updated"
+    try:
+        n = w.exec(stmt, args).rowcount
+    except DBAPIError as e:
+        raise fail(w, e, plan, "update" if sets is not None else "delete from", plan.key_of(change)) from None
+    w.count(kind, plan, n)
+    w.count_missed(plan, 1 - n)
+
+
+# -- MySQL rows with ENUM '' (index 0): one statement, non-strict, and only that warning allowed --
+def relaxed_row(w: RdbWriter, plan: Plan, change: Change, row: tuple, empties: int) -> None:
+    sql, info = w.sql, plan.info
+    if change.kind == "INSERT":
+        stmt, args, what = sql.insert(info, plan.tgt, 1), row, "inserted"
+    else:
+        sets = plan.set_columns(change)
+        if not plan.key_pos:
+            raise TargetError(f"{plan.source}: an UPDATE setting ENUM '' on a table without a key is not supported")
+        stmt = sql.update_row(info, plan.key_tgt, tuple(plan.tgt[i] for i in sets))
+        args, what = tuple(row[i] for i in sets) + tuple(row[i] for i in plan.key_pos), "updated"
+    key = plan.key_of(change)
+    try:
+        n = w.exec(sql.relaxed(stmt), args).rowcount
+        warnings = w.exec("SHOW WARNINGS", None).fetchall()
+    except DBAPIError as e:
+        if change.kind == "INSERT" and w.dialect.is_unique_violation(e.orig) and plan.key_pos and probe(w, plan, [row]):
+            w.count("skipped", plan, 1)
+            return
+        raise fail(w, e, plan, "insert into" if change.kind == "INSERT" else "update", key) from None
+    unexpected = [tuple(x) for x in warnings if x[1] != 1265]  # WARN_DATA_TRUNCATED: the ENUM '' itself
+    if unexpected or len(warnings) > empties:
+        err = TargetError(f"{plan.source} key {format_key(key)}: writing ENUM '' to {info.label} (non-strict) "
+                          f"gave other warnings: {unexpected or warnings}")
+        err.table, err.key = plan.source, format_key(key)
+        raise err
+    if what == "updated":
+        w.count_update(plan, 1, n)
+    else:
+        w.count(what, plan, n)

@@ -1,0 +1,150 @@
+"""How the changes of one route land in one reflected table: columns, key, converters.
+
+A :class:`Plan` is built once per (route, source column set, key) and cached on the
+:class:`TableInfo`, so the per-row work is an ``itemgetter`` and the few converters that
+are not the identity.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from operator import itemgetter
+from typing import Any
+
+from adapters.base import Change
+from adapters.rdb.config import RdbTable
+from adapters.rdb.schema import TableInfo
+from adapters.rdb.values import Converter, converter, needs_relaxed
+from pipeline.errors import TargetError
+
+
+@dataclass
+class Plan:
+    info: TableInfo
+    src: tuple[str, ...]  # mapped source columns
+    tgt: tuple[str, ...]  # their target columns (same order)
+    convs: tuple[Converter | None, ...]
+    key_src: tuple[str, ...]  # () = the table has no key: match on all columns
+    key_tgt: tuple[str, ...]
+    relax: tuple[int, ...]  # positions (in src) of MySQL ENUM columns without a '' member
+    source: str  # "db.table", for messages
+
+    def __post_init__(self) -> None:
+        self._get = _getter(self.src)
+        self._fix = tuple((i, f) for i, f in enumerate(self.convs) if f is not None)
+        self.index = {s: i for i, s in enumerate(self.src)}
+        self.key_pos = tuple(self.index[s] for s in self.key_src)
+
+    def rows(self, changes: list[Change]) -> list[tuple]:
+        """Converted target values, one tuple per change, in ``src`` order."""
+        get, fix = self._get, self._fix
+        if not fix:
+            return [get(c.data) for c in changes]
+        out = []
+        for c in changes:
+            r = list(get(c.data))
+            for i, f in fix:
+                r[i] = f(r[i])
+            out.append(tuple(r))
+        return out
+
+    def key_rows(self, changes: list[Change]) -> list[tuple]:
+        """Converted key values, one tuple per change."""
+        get = _getter(self.key_src)
+        fix = tuple((j, self.convs[i]) for j, i in enumerate(self.key_pos) if self.convs[i] is not None)
+        if not fix:
+            return [get(c.data) for c in changes]
+        out = []
+        for c in changes:
+            r = list(get(c.data))
+            for j, f in fix:
+                r[j] = f(r[j])
+            out.append(tuple(r))
+        return out
+
+    def image(self, values: dict[str, str | None]) -> tuple:
+        """One converted row from any image (e.g. the before-image of an UPDATE)."""
+        r = list(self._get(values))
+        for i, f in self._fix:
+            r[i] = f(r[i])
+        return tuple(r)
+
+    def key_of(self, change: Change) -> dict[str, Any]:
+        """The row's key for messages: ``{source column: Dml value}`` (all columns if key-less)."""
+        cols = self.key_src or self.src
+        return {c: change.data.get(c) for c in cols}
+
+    def set_columns(self, change: Change) -> tuple[int, ...]:
+        """Positions of the columns an UPDATE sets: the mapped changed ones, else all non-key."""
+        keys = set(self.key_pos)
+        if change.old:
+            return tuple(i for i, s in enumerate(self.src) if s in change.old and i not in keys)
+        return tuple(i for i in range(len(self.src)) if i not in keys)
+
+
+def _getter(cols: tuple[str, ...]):
+    if len(cols) == 1:
+        one = cols[0]
+        return lambda d: (d[one],)
+    if not cols:
+        return lambda d: ()
+    return itemgetter(*cols)
+
+
+def _fail(route: RdbTable, info: TableInfo, problem: str, hint: str | None = None) -> TargetError:
+    origin = f"{route.origin}: " if route.origin else ""
+    return TargetError(f"{origin}{problem}", hint=hint)
+
+
+def build_plan(route: RdbTable, info: TableInfo, family: str, change: Change) -> Plan:
+    """Resolve the mapping against the reflected table for changes shaped like ``change``."""
+    ci = route.case_insensitive
+    source = f"{change.database}.{change.table}"
+    pairs: list[tuple[str, str]] = []
+    if route.columns is not None:
+        for s, t in route.columns:
+            if s not in change.data:
+                continue
+            found = info.find(t, ci)
+            if found is None:
+                raise _fail(route, info, f"target column {t} (from source column {s}) is not in target table "
+                            f"{info.label}", hint="add it to the target table or fix targetColumns")
+            pairs.append((s, found))
+    else:
+        renames = dict(route.renames)
+        for s in change.data:
+            if s in route.exclude:
+                continue
+            found = info.find(renames.get(s, s), ci)
+            if found is None:
+                if route.on_new_column == "ignore":
+                    continue
+                raise _fail(route, info, f"source column {s} of {source} is not in target table {info.label}",
+                            hint="add it to the target or set onNewColumn: ignore")
+            pairs.append((s, found))
+    by_src = dict(pairs)
+    if route.pk is not None:
+        key = []
+        for t, s in route.pk:
+            found = info.find(t, ci)
+            if found is None or s not in change.data:
+                missing = f"target column {t}" if found is None else f"source column {s}"
+                raise _fail(route, info, f"primary key {missing} of {info.label} is missing",
+                            hint="check targetPk against the source and target tables")
+            key.append((s, found))
+            if s not in by_src:
+                pairs.append((s, found))
+                by_src[s] = found
+    else:
+        key = []
+        for s in change.pk_names:
+            if s not in by_src:
+                raise _fail(route, info, f"primary key column {s} of {source} is not mapped to {info.label}",
+                            hint="map it in targetColumns/targetPk")
+            key.append((s, by_src[s]))
+    src = tuple(s for s, _ in pairs)
+    tgt = tuple(t for _, t in pairs)
+    types = change.mysql_type or {}
+    convs = tuple(converter(family, info.columns[t].type, types.get(s)) for s, t in pairs)
+    relax = tuple(i for i, t in enumerate(tgt) if needs_relaxed(family, info.columns[t].type))
+    return Plan(info, src, tgt, convs, tuple(s for s, _ in key), tuple(t for _, t in key), relax, source)

@@ -1,0 +1,145 @@
+"""Target table reflection, cached per (target, schema, table) in this process.
+
+PostgreSQL and SQLite use SQLAlchemy's inspector. MySQL/MariaDB read information_schema
+directly: SQLAlchemy's MySQL reflection parses SHOW CREATE TABLE and mangles names that
+contain backticks, and information_schema also gives each column's charset/collation.
+The cache is dropped by ``apply_ddl`` and by :func:`reset_caches` (the job's DDL epoch).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import inspect
+from sqlalchemy import types as sa
+from sqlalchemy.dialects import mysql as my
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import NoSuchTableError
+
+_ENUM_MEMBER = re.compile(r"'((?:[^']|'')*)'")
+
+
+@dataclass
+class ColumnInfo:
+    name: str
+    type: sa.TypeEngine
+    nullable: bool = True
+    charset: str | None = None  # MySQL only
+    collation: str | None = None  # MySQL only
+    cast: str = ""  # PostgreSQL: the type for CAST(%s AS ...)
+    octets: int | None = None  # MySQL: CHARACTER_OCTET_LENGTH of string/binary columns
+
+
+@dataclass
+class TableInfo:
+    schema: str | None
+    name: str
+    columns: dict[str, ColumnInfo]
+    pk: tuple[str, ...]
+    unique: tuple[tuple[str, ...], ...]  # PK and unique constraints/indexes
+    plans: dict[Any, Any] = field(default_factory=dict)  # writer plans derived from this shape
+
+    def find(self, name: str, case_insensitive: bool) -> str | None:
+        """The target column named ``name`` (exact first, then case-insensitively if asked)."""
+        if name in self.columns:
+            return name
+        if case_insensitive:
+            folded = name.casefold()
+            return next((c for c in self.columns if c.casefold() == folded), None)
+        return None
+
+    @property
+    def label(self) -> str:
+        return f"{self.schema}.{self.name}" if self.schema else self.name
+
+
+_cache: dict[tuple, TableInfo | None] = {}
+_lock = threading.Lock()
+
+
+def reset_caches() -> None:
+    """Forget every reflected table (after DDL)."""
+    with _lock:
+        _cache.clear()
+
+
+def table_info(conn: Connection, target_key: Any, family: str, schema: str | None, table: str) -> TableInfo | None:
+    """The reflected target table, or None when it does not exist."""
+    key = (target_key, schema, table)
+    with _lock:
+        if key in _cache and _cache[key] is not None:
+            return _cache[key]
+    info = _reflect_mysql(conn, schema, table) if family == "mysql" else _reflect(conn, family, schema, table)
+    with _lock:
+        _cache[key] = info
+    return info
+
+
+def _reflect(conn: Connection, family: str, schema: str | None, table: str) -> TableInfo | None:
+    insp = inspect(conn)
+    try:
+        cols = insp.get_columns(table, schema=schema)
+    except NoSuchTableError:
+        return None
+    if not cols:
+        return None
+    dialect = conn.dialect
+    columns = {}
+    for c in cols:
+        ctype = c["type"]
+        cast = ""
+        if family == "postgresql":
+            plain = ctype.copy()
+            if getattr(plain, "collation", None):
+                plain.collation = None
+            try:
+                cast = plain.compile(dialect=dialect)
+            except Exception:  # noqa: BLE001 - a type SQLAlchemy cannot render: no cast
+                cast = ""
+        columns[c["name"]] = ColumnInfo(c["name"], ctype, bool(c.get("nullable", True)), cast=cast)
+    pk = tuple(insp.get_pk_constraint(table, schema=schema).get("constrained_columns") or ())
+    unique = [pk] if pk else []
+    unique += [tuple(u["column_names"]) for u in insp.get_unique_constraints(table, schema=schema)]
+    unique += [tuple(i["column_names"]) for i in insp.get_indexes(table, schema=schema)
+               if i.get("unique") and None not in i["column_names"]]
+    return TableInfo(schema, table, columns, pk, tuple(unique))
+
+
+def _mysql_type(data_type: str, column_type: str, ischema: dict) -> sa.TypeEngine:
+    if data_type == "enum":
+        return my.ENUM(*[m.replace("''", "'") for m in _ENUM_MEMBER.findall(column_type)])
+    if data_type == "bit":
+        return my.BIT()
+    cls = ischema.get(data_type)
+    try:
+        return cls() if cls is not None else sa.NullType()
+    except TypeError:
+        return sa.NullType()
+
+
+def _reflect_mysql(conn: Connection, schema: str | None, table: str) -> TableInfo | None:
+    db = "%s" if schema is not None else "DATABASE()"
+    params = (schema, table) if schema is not None else (table,)
+    rows = conn.exec_driver_sql(
+        "SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, IS_NULLABLE, CHARACTER_SET_NAME, COLLATION_NAME, "
+        "CHARACTER_OCTET_LENGTH "
+        f"FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = {db} AND TABLE_NAME = %s "
+        "ORDER BY ORDINAL_POSITION", params).fetchall()
+    if not rows:
+        return None
+    ischema = conn.dialect.ischema_names
+    columns = {r[0]: ColumnInfo(r[0], _mysql_type(r[1].lower(), r[2], ischema), r[3] == "YES", r[4], r[5],
+                                octets=None if r[6] is None else int(r[6])) for r in rows}
+    idx = conn.exec_driver_sql(
+        "SELECT INDEX_NAME, COLUMN_NAME FROM information_schema.STATISTICS "
+        f"WHERE TABLE_SCHEMA = {db} AND TABLE_NAME = %s AND NON_UNIQUE = 0 "
+        "ORDER BY INDEX_NAME, SEQ_IN_INDEX", params).fetchall()
+    groups: dict[str, list[str]] = {}
+    for name, col in idx:
+        groups.setdefault(name, []).append(col)
+    pk = tuple(groups.pop("PRIMARY", ()))
+    unique = ([pk] if pk else []) + [tuple(v) for v in groups.values() if None not in v]
+    return TableInfo(schema, table, columns, pk, tuple(unique))

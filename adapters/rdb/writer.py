@@ -1,0 +1,247 @@
+"""The RDB :class:`Writer`: one pooled connection, one transaction per chunk, set-based runs.
+
+``apply`` cuts the chunk into runs (consecutive changes of one kind, table and column
+shape; for UPDATE also the same changed columns) and applies each run with multi-row
+statements (:mod:`adapters.rdb.ops`). Per-key order holds because runs are applied in
+order and an UPDATE statement never holds the same key twice.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from sqlalchemy.engine import Connection, CursorResult
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+
+from adapters.base import Change, DdlChange, Writer
+from adapters.rdb import ddl as ddl_mod
+from adapters.rdb import ops
+from adapters.rdb.check import check_mapping
+from adapters.rdb.config import RdbTable, RdbTarget
+from adapters.rdb.dialects import dialect_of
+from adapters.rdb.engine import engine_for
+from adapters.rdb.errors import classify, connect_error, format_key, is_transient
+from adapters.rdb.plan import Plan, build_plan
+from adapters.rdb.schema import TableInfo, reset_caches, table_info
+from adapters.rdb.statements import Sql
+from pipeline.errors import SluiceError, TargetError
+from pipeline.logs import get_logger
+
+log = get_logger("rdb")
+
+
+class RdbWriter(Writer):
+    """Writes changes to one relational target (see the module docstring)."""
+
+    def __init__(self, target: RdbTarget, mappings: tuple[Any, ...]):
+        super().__init__(target, mappings)
+        self.target: RdbTarget = target
+        self.dialect = dialect_of(target)
+        self.conn: Connection | None = None
+        self.sql: Sql | None = None
+        self.missed: Counter = Counter()  # UPDATE/DELETE that matched no row (canal semantics: fine)
+        self._routes: dict[tuple, tuple[Any, RdbTable]] = {}
+
+    # -- life cycle ------------------------------------------------------------------------------
+    def engine(self):
+        return engine_for(self.target)
+
+    def _connect(self, preflight: bool = False) -> Connection:
+        engine = engine_for(self.target)
+        try:
+            conn = engine.connect()
+        except SQLAlchemyError as e:
+            raise connect_error(e, self.target, preflight=preflight) from None
+        self.sql = Sql(self.dialect, engine.dialect)
+        return conn
+
+    def open(self) -> None:
+        if self.conn is None:
+            self.conn = self._connect()
+        if not self.conn.in_transaction():
+            self.conn.begin()
+
+    def commit(self) -> None:
+        if self.conn is None:
+            return
+        try:
+            self.conn.commit()
+        except SQLAlchemyError as e:
+            raise classify(e, self.target, table="(commit)", action="commit on") from None
+
+    def rollback(self) -> None:
+        if self.conn is None:
+            return
+        try:
+            self.conn.rollback()
+        except SQLAlchemyError:  # a broken connection: the server rolls back; start afresh
+            self.conn.invalidate()
+            self.conn.close()
+            self.conn = None
+
+    def close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+
+    # -- helpers for ops -------------------------------------------------------------------------
+    def exec(self, sql: str, params: Any) -> CursorResult:
+        return self.conn.exec_driver_sql(sql, params)
+
+    def is_transient(self, e: BaseException) -> bool:
+        return is_transient(e, self.dialect)
+
+    def count(self, what: str, plan: Plan, n: int) -> None:
+        if n:
+            getattr(self.stats, what)[plan.source] += n
+
+    def count_missed(self, plan: Plan, n: int) -> None:
+        if n > 0:
+            self.missed[plan.source] += n
+            log.debug("no row matched", table=plan.info.label, rows=n)
+
+    def count_update(self, plan: Plan, tried: int, matched: int) -> None:
+        self.count("updated", plan, matched)
+        self.count_missed(plan, tried - matched)
+
+    # -- routing and reflection ------------------------------------------------------------------
+    def route(self, mapping: Any, database: str, table: str) -> RdbTable:
+        """The resolved route of ``mapping`` (an RdbTable, or a pipeline Mapping/DbMapping)."""
+        if isinstance(mapping, RdbTable):
+            return mapping
+        key = (id(mapping), table)
+        hit = self._routes.get(key)
+        if hit is None or hit[0] is not mapping:
+            hit = self._routes[key] = (mapping, RdbTable.from_mapping(mapping, table))
+        return hit[1]
+
+    def info(self, route: RdbTable) -> TableInfo:
+        try:
+            info = table_info(self.conn, self.target, self.dialect.family, route.target_schema, route.target_table)
+        except DBAPIError as e:
+            raise classify(e, self.target, table=route.qualified, action="read the columns of") from None
+        if info is None:
+            raise TargetError(f"target table {route.qualified} does not exist on {self.target.label}",
+                              hint="create it (docs/rdb.md lists the suggested column types)")
+        return info
+
+    def plan(self, route: RdbTable, change: Change) -> Plan:
+        info = self.info(route)
+        key = (route, tuple(change.data), change.pk_names)
+        plan = info.plans.get(key)
+        if plan is None:
+            plan = info.plans[key] = build_plan(route, info, self.dialect.family, change)
+        return plan
+
+    # -- apply -------------------------------------------------------------------------------------
+    def apply(self, mapping: Any, changes: list[Change]) -> None:
+        if self.conn is None:
+            self.open()
+        i, n = 0, len(changes)
+        while i < n:
+            j = _run_end(changes, i)
+            try:
+                self._run(mapping, changes[i:j])
+            except SluiceError:
+                raise
+            except SQLAlchemyError as e:  # not raised through ops (e.g. a lost connection)
+                c = changes[i]
+                raise classify(e, self.target, table=f"{c.database}.{c.table}", action=c.kind.lower()) from None
+            i = j
+
+    def _run(self, mapping: Any, run: list[Change]) -> None:
+        first = run[0]
+        route = self.route(mapping, first.database, first.table)
+        if first.kind == "TRUNCATE":
+            info = self.info(route)
+            try:
+                self.exec(self.sql.truncate(info), None)
+            except DBAPIError as e:
+                raise classify(e, self.target, table=info.label, action="truncate") from None
+            log.info("truncated", table=info.label)
+            return
+        plan = self.plan(route, first)
+        if first.kind == "DELETE":
+            if plan.key_pos:
+                return ops.delete(self, plan, run)
+            for c in run:
+                ops.keyless(self, plan, c, None)
+            return
+        rows = self._rows(plan, run)
+        if first.kind == "INSERT":
+            return self._each_segment(plan, run, rows, lambda cs, rs: ops.insert(self, plan, cs, rs))
+        sets = plan.set_columns(first)
+        if not sets:
+            return  # no mapped column changed
+        if not plan.key_pos:
+            for c in run:
+                ops.keyless(self, plan, c, sets)
+            return
+        self._each_segment(plan, run, rows, lambda cs, rs: ops.update(self, plan, cs, rs, sets))
+
+    def _rows(self, plan: Plan, run: list[Change]) -> list[tuple]:
+        try:
+            return plan.rows(run)
+        except (ValueError, TypeError, OverflowError, UnicodeError):
+            for c in run:  # find the row and the column
+                for s, f in zip(plan.src, plan.convs, strict=True):
+                    try:
+                        if f is not None:
+                            f(c.data[s])
+                    except (ValueError, TypeError, OverflowError, UnicodeError) as e:
+                        err = TargetError(f"{plan.source} key {format_key(plan.key_of(c))}: value {c.data[s]!r} of "
+                                          f"column {s} cannot be written to {plan.info.label}: {e}",
+                                          hint="see docs/rdb.md for the value mapping per target type")
+                        err.table, err.key = plan.source, format_key(plan.key_of(c))
+                        raise err from None
+            raise
+
+    def _each_segment(self, plan: Plan, run: list[Change], rows: list[tuple], apply_rows) -> None:
+        """Apply rows set-based, except MySQL rows with ENUM '' which go one by one, relaxed."""
+        if not plan.relax:
+            return apply_rows(run, rows)
+        start = 0
+        for i, r in enumerate(rows):
+            empties = sum(1 for p in plan.relax if r[p] == "")
+            if empties:
+                if i > start:
+                    apply_rows(run[start:i], rows[start:i])
+                ops.relaxed_row(self, plan, run[i], r, empties)
+                start = i + 1
+        if start < len(rows):
+            apply_rows(run[start:], rows[start:])
+
+    # -- DDL and pre-flight ------------------------------------------------------------------------
+    def apply_ddl(self, mapping: Any, ddl: DdlChange) -> None:
+        reset_caches()
+        route = self.route(mapping, ddl.database, ddl.table) if ddl.table else None
+        ddl_mod.apply_ddl(self, route, ddl)
+        reset_caches()
+
+    def check(self) -> None:
+        conn = self._connect(preflight=True)
+        try:
+            self.conn = conn
+            for m in self.mappings:
+                check_mapping(self, m)
+        finally:
+            self.conn = None
+            conn.close()
+
+
+def _run_end(changes: list[Change], i: int) -> int:
+    c = changes[i]
+    if c.kind == "TRUNCATE":
+        return i + 1
+    kind, db, table, keys = c.kind, c.database, c.table, c.data.keys()
+    old = (c.old or {}).keys()
+    j, n = i + 1, len(changes)
+    while j < n:
+        d = changes[j]
+        if d.kind != kind or d.table != table or d.database != db or d.data.keys() != keys:
+            break
+        if kind == "UPDATE" and (d.old or {}).keys() != old:
+            break
+        j += 1
+    return j

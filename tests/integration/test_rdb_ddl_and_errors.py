@@ -1,0 +1,128 @@
+"""mirrorDb DDL replay (MariaDB), error messages without passwords, pooled connections."""
+
+from __future__ import annotations
+
+import pytest
+
+from adapters.base import DdlChange
+from adapters.rdb import RdbTable, RdbTarget, make_writer
+from adapters.rdb.ddl import rewrite_schema
+from adapters.rdb.engine import engine_for
+from pipeline.errors import TargetError, TransientError
+from tests.integration.test_rdb_conformance import MariaEnv, PgEnv, apply
+from tests.support.golden import GoldenTable
+
+
+@pytest.fixture(scope="module")
+def maria(mariadb_target):
+    e = MariaEnv(mariadb_target)
+    yield e
+    e.drop()
+
+
+def test_rewrite_schema_only_touches_qualifiers():
+    sql = "ALTER TABLE `src`.t ADD c varchar(9) DEFAULT 'src.t' COMMENT \"src.x\", /* src.y */ ADD KEY k (c)"
+    out = rewrite_schema(sql, "src", "dst`2")
+    assert out.startswith("ALTER TABLE `dst``2`.t ADD")
+    assert "'src.t'" in out and '"src.x"' in out and "/* src.y */" in out
+    assert rewrite_schema("RENAME TABLE src.a TO src . b", "src", "d") == "RENAME TABLE `d`.a TO `d` . b"
+    assert rewrite_schema("CREATE TABLE x.src (id int)", "src", "d") == "CREATE TABLE x.src (id int)"
+
+
+DDLS = [
+    ("CREATE", "m1", "CREATE TABLE `srcdb`.`m1` (id int PRIMARY KEY, a varchar(10) DEFAULT '100%')"),
+    ("ALTER", "m1", "ALTER TABLE m1 ADD COLUMN b int NOT NULL DEFAULT 0"),
+    ("CINDEX", "m1", "CREATE INDEX ix_a ON srcdb.m1 (a)"),
+    ("CREATE", "m3", "CREATE TABLE m3 (id int PRIMARY KEY)"),
+    ("RENAME", "m1", "RENAME TABLE srcdb.m1 TO srcdb.m2"),
+    ("ALTER", "m2", "ALTER TABLE m2 DROP COLUMN b"),
+    ("DINDEX", "m2", "DROP INDEX ix_a ON m2"),
+    ("TRUNCATE", "m2", "TRUNCATE TABLE m2"),
+    ("ERASE", "m3", "DROP TABLE `m3`"),
+]
+
+
+def _columns(env: MariaEnv, table: str) -> list[tuple]:
+    return env.run("SELECT TABLE_NAME, COLUMN_NAME, COLUMN_TYPE, COLUMN_DEFAULT FROM information_schema.COLUMNS "
+                   "WHERE TABLE_SCHEMA = %s AND TABLE_NAME <> '_sluice_ddl_applied' ORDER BY 1, 2", (env.schema,))
+
+
+@pytest.mark.parametrize("with_seq", [True, False], ids=["with_seq", "codes_only"])
+def test_mirror_ddl_replay_is_idempotent(maria, with_seq):
+    mirror = RdbTable(target_table="", target_schema=maria.schema, mirror_ddl=True)
+    # without a seq only the error codes make replays idempotent, which cannot undo a later RENAME
+    # (docs/rdb.md): that variant replays the same statements without the RENAME
+    steps = DDLS if with_seq else [(k, t.replace("m2", "m1"), q.replace("m2", "m1")) for k, t, q in DDLS
+                                   if k != "RENAME"]
+    ddls = [DdlChange(kind, "srcdb", table, sql, seq=(7, i + 1, 0) if with_seq else (0, 0, 0))
+            for i, (kind, table, sql) in enumerate(steps)]
+    maria.run(f"DROP TABLE IF EXISTS {maria.qt('m1')}, {maria.qt('m2')}, {maria.qt('m3')}")
+    w = make_writer(maria.target, (mirror,))
+    for ddl in ddls:
+        w.apply_ddl(mirror, ddl)
+    first = _columns(maria, "m2")
+    for ddl in ddls:  # the job replays the unacked batches, DDL included
+        w.apply_ddl(mirror, ddl)
+    assert _columns(maria, "m2") == first
+    assert {r[0] for r in first} == ({"m2"} if with_seq else {"m1"}) and "'100%'" in str(first)
+    assert [r[1] for r in first] == ["a", "id"]
+
+
+def test_ddl_is_not_replayed_on_postgresql(postgres):
+    env = PgEnv(postgres)
+    try:
+        mirror = RdbTable(target_table="", target_schema=env.schema, mirror_ddl=True)
+        make_writer(env.target, (mirror,)).apply_ddl(mirror, DdlChange("CREATE", "s", "x", "CREATE TABLE x (i int)"))
+        assert env.run("SELECT count(*) FROM information_schema.tables WHERE table_schema = %s",
+                       (env.schema,)) == [(0,)]
+    finally:
+        env.drop()
+
+
+def test_a_bad_ddl_is_a_target_error_with_the_statement(maria):
+    mirror = RdbTable(target_table="", target_schema=maria.schema, mirror_ddl=True)
+    with pytest.raises(TargetError, match="MySQL error 1064"):
+        make_writer(maria.target, (mirror,)).apply_ddl(mirror, DdlChange("ALTER", "srcdb", "t", "ALTER TABLE t FOO"))
+
+
+def _wrong(target: RdbTarget, pw: str) -> RdbTarget:
+    from dataclasses import replace
+
+    from pipeline.secrets import Secret
+    return replace(target, password=Secret(pw))
+
+
+@pytest.mark.parametrize("service", ["mariadb_target", "postgres"])
+def test_wrong_password_is_one_clear_error_without_the_password(request, service):
+    info = request.getfixturevalue(service)
+    env = MariaEnv(info) if service == "mariadb_target" else PgEnv(info)
+    try:
+        bad = _wrong(env.target, "Wr0ng-S3cret-pw")
+        route = RdbTable("t", env.schema)
+        with pytest.raises(TargetError) as exc:
+            make_writer(bad, (route,)).check()
+        text = str(exc.value)
+        assert "Wr0ng-S3cret-pw" not in text and info["password"] not in text
+        assert f"{info['host']}:{info['port']}" in text and "cannot connect to" in text
+        with pytest.raises((TargetError, TransientError)) as exc2:  # on an executor: classified, no password
+            make_writer(bad, (route,)).open()
+        assert "Wr0ng-S3cret-pw" not in str(exc2.value)
+    finally:
+        env.drop()
+
+
+def test_connection_refused_is_transient():
+    target = RdbTarget(dialect="mysql", host="127.0.0.1", port=1, username="u")
+    with pytest.raises(TransientError, match="MySQL error 2003"):
+        make_writer(target, ()).open()
+
+
+def test_one_engine_per_target_and_process(maria):
+    t = GoldenTable("pool", (("id", "int(11)"),), pk=("id",))
+    route = maria.create(t)
+    for i in range(5):
+        apply(maria, route, [[t.insert(t.row(id=str(i)))]])
+    engine = engine_for(maria.target)
+    assert engine is engine_for(maria.target)
+    assert engine.pool.checkedout() == 0 and engine.pool.size() == maria.target.pool_size
+    assert maria.run(f"SELECT count(*) FROM {maria.qt(route.target_table)}") == [(5,)]
