@@ -1,1 +1,28 @@
-"""Sluice target adapters."""
+"""The HBase adapter: canal ``hbaseMapping`` (STRING / NATIVE modes) through happybase and
+HBase's Thrift1 gateway.
+
+``target_from_adapter`` builds an :class:`HbaseTarget` from a canal ``outerAdapters`` entry
+(``name: hbase``); ``make_writer(target, mappings)`` gives an unopened
+:class:`HbaseWriter`; ``reset_caches`` is called by the job after DDL (HBase keeps no
+per-column schema, so it only drops idle pooled connections). docs/hbase.md.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from adapters.hbase.config import HbaseTarget, target_from_adapter
+from adapters.hbase.connection import close_all
+from adapters.hbase.writer import HbaseWriter
+
+__all__ = ["HbaseTarget", "HbaseWriter", "make_writer", "reset_caches", "target_from_adapter"]
+
+
+def make_writer(target: HbaseTarget, mappings: tuple[Any, ...]) -> HbaseWriter:
+    """A new, unopened writer for ``target`` applying ``mappings`` (Mappings with an hbaseMapping)."""
+    return HbaseWriter(target, tuple(mappings))
+
+
+def reset_caches() -> None:
+    """After a DDL: nothing schema-like is cached; idle connections are closed and reopened on demand."""
+    close_all()
