@@ -50,7 +50,9 @@ def main(argv: list[str] | None = None) -> int:
     """Console-script entry point."""
     _register()
     try:
-        app(args=argv, standalone_mode=False)
+        rv = app(args=argv, standalone_mode=False)
+        if isinstance(rv, int):  # click returns typer.Exit's code when not standalone
+            return rv
     except SluiceError as e:
         typer.echo(f"sluice: error: {mask(str(e))}", err=True)
         return e.exit_code

@@ -86,7 +86,9 @@ def split_rows(routed: DataFrame, routes: list[Route]) -> DataFrame:
                      F.col("v.o").alias("o"), "pkNames", "mysqlType", "batchId", "seq", "row",
                      F.col("v.sub").alias("sub"), F.col("v.key").alias("key"))
     out = out.withColumn("pkey", F.when(concurrent_expr(routes), F.col("key")).otherwise(F.lit("")))
-    return out.drop("ridx")
+    # per-table metadata travels as JSON text: the executor decodes each distinct text once
+    return (out.drop("ridx").withColumn("pkNames", F.to_json("pkNames"))
+            .withColumn("mysqlType", F.to_json("mysqlType")))
 
 
 def partitioned_changes(dml: DataFrame, segment: Segment, routes: list[Route], partitions: int) -> DataFrame:

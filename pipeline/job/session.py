@@ -27,7 +27,8 @@ def get_spark(conf: SparkConfig, app_name: str = "sluice-sync", master: str | No
                        .config("spark.driver.host", "127.0.0.1").config("spark.ui.enabled", "false"))
     builder = (builder.config("spark.sql.shuffle.partitions", str(conf.partitions))
                .config("spark.sql.execution.arrow.maxRecordsPerBatch", "5000")
-               .config("spark.sql.session.timeZone", "UTC"))
+               .config("spark.sql.session.timeZone", "UTC")
+               .config("spark.ui.showConsoleProgress", "false"))
     for k, v in conf.conf.items():
         builder = builder.config(k, v)
     spark = builder.getOrCreate()

@@ -122,13 +122,14 @@ class BatchStore:
         batch_id = self._next_id
         recs = list(records)
         try:
-            data, rows = encode_records(recs, batch_id)
+            data, rows, ddl = encode_records(recs, batch_id)
         except ValueError as e:
             raise StoreError(f"cannot append batch {batch_id}: {e}") from None
         data_path = self.batch_dir / data_name(batch_id)
         meta = BatchMeta(batch_id=batch_id, file=data_path.name, sha256=hashlib.sha256(data).hexdigest(),
                          size=len(data), records=len(recs), rows=rows, start=dict(start),
-                         end=dict(end), split=bool(split), created_at=now_iso(), path=str(data_path))
+                         end=dict(end), split=bool(split), created_at=now_iso(), path=str(data_path),
+                         ddl=ddl)
         publish(write_temp(data_path, data), data_path, overwrite=False)
         try:
             write_atomic(self.batch_dir / meta_name(batch_id), meta.dumps(), overwrite=False)

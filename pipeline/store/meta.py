@@ -75,6 +75,8 @@ class BatchMeta:
     split: bool
     created_at: str
     path: str = field(default="", compare=False)
+    #: seqs of the DDL records in this batch (None: not recorded by an older writer)
+    ddl: tuple[int, ...] | None = field(default=None, compare=False)
 
     def to_json(self) -> dict[str, Any]:
         """The meta file's content (camelCase keys, like the Dml records)."""
@@ -90,6 +92,7 @@ class BatchMeta:
             "end": self.end,
             "split": self.split,
             "createdAt": self.created_at,
+            "ddl": list(self.ddl) if self.ddl is not None else None,
         }
 
     def dumps(self) -> bytes:
@@ -121,6 +124,7 @@ class BatchMeta:
                 split=bool(raw["split"]),
                 created_at=str(raw["createdAt"]),
                 path=str(meta_path.with_name(str(raw["file"]))),
+                ddl=tuple(int(x) for x in raw["ddl"]) if raw.get("ddl") is not None else None,
             )
         except FileNotFoundError:
             raise

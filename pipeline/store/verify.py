@@ -17,19 +17,22 @@ from pipeline.errors import CorruptBatchError
 from .meta import BatchMeta
 
 
-def encode_records(records: list[dict[str, Any]], batch_id: int) -> tuple[bytes, int]:
-    """JSON Lines bytes for ``records`` (with batchId and seq set) and their row count.
+def encode_records(records: list[dict[str, Any]], batch_id: int) -> tuple[bytes, int, tuple[int, ...]]:
+    """JSON Lines bytes for ``records`` (with batchId and seq set), their row count and
+    the seqs of the DDL records (so the apply job finds its barriers without a scan).
 
     Raises ValueError naming the record index for a record that is not a Dml object.
     """
     out: list[bytes] = []
     rows = 0
+    ddl: list[int] = []
     for seq, record in enumerate(records):
         if not isinstance(record, dict):
             raise ValueError(f"record {seq} is a {type(record).__name__}, not a dict")
         data = record.get("data")
         if record.get("isDdl") is True:
             rows += 1
+            ddl.append(seq)
         elif isinstance(data, list) and all(isinstance(r, dict) for r in data):
             rows += len(data)
         else:
@@ -40,7 +43,7 @@ def encode_records(records: list[dict[str, Any]], batch_id: int) -> tuple[bytes,
             out.append(text.encode("utf-8") + b"\n")
         except (TypeError, ValueError) as e:  # UnicodeEncodeError (lone surrogate) is a ValueError
             raise ValueError(f"record {seq} is not JSON-serialisable: {e}") from None
-    return b"".join(out), rows
+    return b"".join(out), rows, tuple(ddl)
 
 
 def decode_records(raw: bytes, batch_id: int) -> tuple[list[dict[str, Any]], str | None]:
