@@ -130,6 +130,17 @@ class SparkConfig(_Frozen):
     conf: dict[str, str] = {}
 
 
+class MetricsConfig(_Frozen):
+    """Where each ``sluice run`` writes its metrics (paths relative to the config file; unset: not written)."""
+
+    #: Prometheus text format, for node-exporter's textfile collector (a ``.prom`` file)
+    textfile: str | None = None
+    #: the same numbers as one JSON document
+    json_: str | None = Field(None, alias="json")
+    #: runs kept in the store's run log (``<store>/runs.jsonl``)
+    keepRuns: int = Field(1000, ge=10)
+
+
 class Config(_Frozen):
     """A whole deployment."""
 
@@ -138,6 +149,7 @@ class Config(_Frozen):
     srcDataSources: dict[str, DataSource] = {}
     groups: tuple[GroupConfig, ...] = ()
     spark: SparkConfig = SparkConfig()
+    metrics: MetricsConfig = MetricsConfig()
     #: the file this was read from (for error messages and relative paths)
     file: str = Field("<config>", exclude=True)
 
@@ -156,6 +168,13 @@ class Config(_Frozen):
         if not base.is_absolute() and self.file not in ("<config>", ""):
             base = Path(self.file).resolve().parent / base
         return base / self.source.name
+
+    def path(self, value: str) -> Path:
+        """A path from the config, relative to the config file's folder."""
+        p = Path(value)
+        if not p.is_absolute() and self.file not in ("<config>", ""):
+            p = Path(self.file).resolve().parent / p
+        return p
 
     def group(self, group_id: str) -> GroupConfig:
         """The group with this id, or a ConfigError listing the known ones."""

@@ -15,12 +15,13 @@ from pipeline.config import load_config
 from pipeline.logs import get_logger
 
 log = get_logger("sync")
-ENTRY = '''"""spark-submit entry of Sluice: the same arguments as `sluice sync`."""
+ENTRY = '''"""spark-submit entry of Sluice: the same arguments as `sluice sync`, or `run ...` / `sync ...`."""
 import sys
 
 from pipeline.cli import main
 
-sys.exit(main(["sync", *sys.argv[1:]]))
+args = sys.argv[1:]
+sys.exit(main(args if args[:1] in (["run"], ["sync"]) else ["sync", *args]))
 '''
 
 

@@ -26,6 +26,7 @@ from pipeline.job.partition import JobContext, apply_function
 from pipeline.job.plan import partitioned_changes, segments
 from pipeline.job.schema import DML_SCHEMA, RESULT_SCHEMA
 from pipeline.logs import get_logger
+from pipeline.ops.accumulators import merge, new_counter
 from pipeline.store import BatchStore
 
 log = get_logger("sync")
@@ -48,12 +49,14 @@ class SyncSummary:
     seconds: float = 0.0
     acked_to: int = 0
     stats: ApplyStats = field(default_factory=ApplyStats)
+    #: executor-side totals from Spark accumulators (pipeline/ops/accumulators.py)
+    executor: dict = field(default_factory=dict)
 
     def as_dict(self) -> dict:
         rate = self.rows / self.seconds if self.seconds else 0.0
         return {"group": self.group, "batches": self.batches, "rows": self.rows, "ddl": self.ddl,
                 "seconds": round(self.seconds, 3), "rows_per_s": round(rate, 1), "cursor": self.acked_to,
-                **self.stats.as_dict()}
+                **self.stats.as_dict(), "executor": dict(self.executor)}
 
 
 def run_sync(cfg: Config, group_id: str, spark: SparkSession, *, max_batches: int = 50,
@@ -76,14 +79,17 @@ def run_sync(cfg: Config, group_id: str, spark: SparkSession, *, max_batches: in
             ids = [b.batch_id for b in batches]
             log.info("round", group=group_id, batches=f"{ids[0]}..{ids[-1]}",
                      rows=sum(b.rows for b in batches))
-            dml = (spark.read.schema(DML_SCHEMA).option("mode", "FAILFAST").json(paths)
-                   .persist())
+            dml = spark.read.schema(DML_SCHEMA).option("mode", "FAILFAST").json(paths)
+            barriers, ddl_positions = _barriers(store, batches, dml, plan)
+            cuts = segments(barriers)
+            if len(cuts) > 1:
+                dml = dml.persist()  # read once, cut several times
             try:
-                barriers = _barriers(dml, plan)
-                for seg in segments(barriers):
-                    ctx = JobContext(plan.mappings, plan.mapping_target, plan.targets, epoch,
-                                     **_test_hooks())
-                    _run_segment(spark, dml, seg, plan, ctx, nparts, summary)
+                for seg in cuts:
+                    if _dml_lines(seg, batches) > _count_in(seg, ddl_positions):
+                        ctx = JobContext(plan.mappings, plan.mapping_target, plan.targets, epoch,
+                                         **_test_hooks())
+                        _run_segment(spark, dml, seg, plan, ctx, nparts, summary)
                     if seg.ddl is not None:
                         _apply_ddl(plan, seg.ddl)
                         summary.ddl += 1
@@ -111,29 +117,64 @@ def _test_hooks() -> dict:
     return {"pause_after_rows": int(rows), "pause_marker": os.environ.get("SLUICE_TEST_PAUSE_MARKER")}
 
 
-def _barriers(dml, plan: GroupPlan) -> list[DdlChange]:
-    """DDL lines that concern a mapping of the group, in order (DML around them is cut)."""
-    rows = (dml.where(F.coalesce(F.col("isDdl"), F.lit(False)))
-            .select("batchId", "seq", "database", "table", "type", "sql")
-            .orderBy("batchId", "seq").collect())
-    out = []
+def _inside(seg, pos: tuple[int, int]) -> bool:
+    return (seg.start is None or pos > seg.start) and (seg.end is None or pos < seg.end)
+
+
+def _dml_lines(seg, batches) -> int:
+    """How many lines (DML or DDL) of these batches lie strictly inside the segment."""
+    n = 0
+    for b in batches:
+        lo = 0 if seg.start is None or seg.start[0] < b.batch_id else seg.start[1] + 1
+        hi = b.records if seg.end is None or seg.end[0] > b.batch_id else seg.end[1]
+        if (seg.start is None or seg.start[0] <= b.batch_id) and (seg.end is None or b.batch_id <= seg.end[0]):
+            n += max(0, hi - lo)
+    return n
+
+
+def _count_in(seg, positions: list[tuple[int, int]]) -> int:
+    return sum(1 for p in positions if _inside(seg, p))
+
+
+def _barriers(store: BatchStore, batches, dml, plan: GroupPlan
+              ) -> tuple[list[DdlChange], list[tuple[int, int]]]:
+    """DDL lines that concern a mapping of the group, in order (DML around them is cut), and
+    the positions of every DDL line (to skip segments that hold no DML at all).
+
+    The batch metadata lists each batch's DDL seqs, so only batches that have DDL are read
+    (on the driver); a store written before that was recorded is scanned with Spark.
+    """
+    if any(b.ddl is None for b in batches):
+        rows = [r.asDict() for r in (dml.where(F.coalesce(F.col("isDdl"), F.lit(False)))
+                                     .select("batchId", "seq", "database", "table", "type", "sql")
+                                     .orderBy("batchId", "seq").collect())]
+    else:
+        rows = []
+        for b in batches:
+            if b.ddl:
+                records = store.read(b)
+                rows += [records[i] for i in b.ddl]
+    out, positions = [], []
     for r in rows:
-        ddl = DdlChange(r["type"] or "QUERY", r["database"] or "", r["table"] or "", r["sql"] or "",
+        positions.append((r["batchId"], r["seq"]))
+        ddl = DdlChange(r.get("type") or "QUERY", r.get("database") or "", r.get("table") or "", r.get("sql") or "",
                         (r["batchId"], r["seq"], 0))
         if plan.mappings_for(ddl.database, ddl.table):
             out.append(ddl)
-    return out
+    return out, positions
 
 
 def _run_segment(spark, dml, seg, plan: GroupPlan, ctx: JobContext, nparts: int, summary: SyncSummary) -> None:
     t0 = time.monotonic()
     changes = partitioned_changes(dml, seg, plan.routes, nparts)
+    counters = new_counter(spark)
     try:
-        results = changes.mapInArrow(apply_function(ctx), RESULT_SCHEMA).collect()
+        results = changes.mapInArrow(apply_function(ctx, counters), RESULT_SCHEMA).collect()
     except Exception as e:  # noqa: BLE001 - a lost executor, a killed task, a Spark failure
         first = str(e).strip().splitlines()[0][:500] if str(e).strip() else type(e).__name__
         raise ApplyFailed(f"the Spark job failed, nothing was acked: {first}",
                           hint="fix the cause and run sync again; replays are idempotent") from None
+    merge(summary.executor, counters.value if counters is not None else None)
     failed = [r for r in results if not r["ok"]]
     for r in results:
         stats = json.loads(r["stats"] or "{}")

@@ -116,15 +116,24 @@ class _PartitionRun:
             w.close()
 
 
-def _changes(batch: pa.RecordBatch) -> Iterator[tuple[int, Change]]:
+def _changes(batch: pa.RecordBatch, cache: dict) -> Iterator[tuple[int, Change]]:
+    """Change objects from one Arrow batch (pkNames/mysqlType arrive as JSON text, decoded
+    once per distinct value)."""
     cols = batch.to_pydict()
+    midx, kind, db, table = cols["midx"], cols["kind"], cols["database"], cols["table"]
+    d, o, pks, types = cols["d"], cols["o"], cols["pkNames"], cols["mysqlType"]
+    bid, seq, row = cols["batchId"], cols["seq"], cols["row"]
     for i in range(batch.num_rows):
-        o = cols["o"][i]
-        yield cols["midx"][i], Change(
-            kind=cols["kind"][i], database=cols["database"][i], table=cols["table"][i],
-            data=dict(cols["d"][i] or ()), old=dict(o) if o is not None else None,
-            pk_names=tuple(cols["pkNames"][i] or ()), mysql_type=dict(cols["mysqlType"][i] or ()),
-            seq=(cols["batchId"][i], cols["seq"][i], cols["row"][i]))
+        pk_text, type_text = pks[i], types[i]
+        pk = cache.get(pk_text)
+        if pk is None:
+            pk = cache[pk_text] = tuple(json.loads(pk_text) or ()) if pk_text else ()
+        mt = cache.get(type_text)
+        if mt is None:
+            mt = cache[type_text] = json.loads(type_text) or {} if type_text else {}
+        oi = o[i]
+        yield midx[i], Change(kind[i], db[i], table[i], dict(d[i] or ()), dict(oi) if oi is not None else None,
+                              pk, mt, (bid[i], seq[i], row[i]))
 
 
 def _result(pid: int, ok: bool, rows: int, stats: ApplyStats, t0: float, error: str | None = None,
@@ -134,8 +143,17 @@ def _result(pid: int, ok: bool, rows: int, stats: ApplyStats, t0: float, error: 
     return pa.RecordBatch.from_pylist([row], schema=RESULT_ARROW)
 
 
-def apply_function(ctx: JobContext):
-    """The ``mapInArrow`` function for one job segment."""
+def apply_function(ctx: JobContext, counters=None):
+    """The ``mapInArrow`` function for one job segment.
+
+    ``counters``: an optional Spark accumulator (:mod:`pipeline.ops.accumulators`) that each
+    partition adds its counts to; the result rows stay the source of truth for the ack."""
+    def count(ok: bool, run: _PartitionRun, t0: float) -> None:
+        if counters is not None:
+            from pipeline.ops.accumulators import partition_counts
+
+            counters.add(partition_counts(ok, run.rows, run.stats, time.monotonic() - t0))
+
     def apply_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark import TaskContext
 
@@ -145,9 +163,10 @@ def apply_function(ctx: JobContext):
         run = _PartitionRun(ctx, pid)
         pending: dict[int, list[Change]] = {}
         current: Change | None = None
+        cache: dict = {}
         try:
             for batch in batches:
-                for midx, change in _changes(batch):
+                for midx, change in _changes(batch, cache):
                     current = change
                     buf = pending.setdefault(midx, [])
                     buf.append(change)
@@ -165,8 +184,10 @@ def apply_function(ctx: JobContext):
                 e = SluiceError(f"{type(e).__name__}: {e}")
             table = getattr(e, "table", None) or (f"{current.database}.{current.table}" if current else None)
             key = getattr(e, "key", None) or (_key_text(current) if current else None)
+            count(False, run, t0)
             yield _result(pid, False, run.rows, run.stats, t0, str(e), table, key)
             return
+        count(True, run, t0)
         yield _result(pid, True, run.rows, run.stats, t0)
     return apply_partition
 

@@ -1,0 +1,81 @@
+"""``sluice run``: one scheduled run (capture --once, then sync every group), recorded."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+
+import typer
+
+from pipeline.cli import app
+from pipeline.config import load_config
+
+
+def _sigterm(_signo, _frame) -> None:  # a clean stop: unacked batches are applied again next run
+    raise KeyboardInterrupt
+
+
+@app.command("run")
+def run(
+    config: str = typer.Option(..., "--config", "-c", help="The deployment config file."),
+    group: list[str] = typer.Option(None, "--group", "-g", help="Only these groups (repeatable; default: all)."),
+    no_capture: bool = typer.Option(False, "--no-capture", help="Skip capture (e.g. a `capture --follow` "
+                                    "daemon feeds the store); only sync."),
+    max_batches: int = typer.Option(50, "--max-batches", min=1, help="Batches per Spark round."),
+    partitions: int = typer.Option(0, "--partitions", min=0, help="Partitions (0: spark.partitions)."),
+    master: str = typer.Option(None, "--master", help="Spark master (default: spark.master; ignored "
+                               "under spark-submit)."),
+    nothing_exit: int = typer.Option(4, "--nothing-exit-code", min=0, max=255,
+                                     help="Exit code when there was nothing to do (default 4; 0 for "
+                                     "schedulers that fail on any non-zero code)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the run record as JSON."),
+) -> None:
+    """Capture up to the source's current end, then sync every group; exit 0 done, 1 failed,
+    3 another run holds a lock, 4 nothing to do (docs/operations.md)."""
+    from pipeline.ops.run import run_once
+
+    cfg = load_config(config)
+    signal.signal(signal.SIGTERM, _sigterm)
+
+    def spark_factory():
+        from pipeline.job.session import get_spark
+
+        return get_spark(cfg.spark, f"sluice-run-{cfg.source.name}", master)
+
+    result = run_once(cfg, groups=group or None, spark_factory=spark_factory, capture=not no_capture,
+                      max_batches=max_batches, partitions=partitions or None, nothing_exit=nothing_exit)
+    rec = result.record
+    if as_json:
+        typer.echo(json.dumps(rec, default=str))
+    else:
+        typer.echo(_text(rec))
+    sys.exit(result.exit_code)  # SystemExit: the CLI returns its code (typer.Exit is swallowed)
+
+
+def _text(rec: dict) -> str:
+    lines = [f"run {rec['run']}: {rec['status']} (exit {rec['exit']}) in {rec['seconds']} s"]
+    cap = rec.get("capture")
+    if cap:
+        lines.append(f"  capture: {cap['rows']} rows in {cap['batches']} batches, {cap['rows_per_s']} rows/s "
+                     f"({cap['stopped']})")
+    for g, s in (rec.get("sync") or {}).items():
+        if s.get("note"):
+            lines.append(f"  sync {g}: nothing pending (cursor {s.get('cursor')})")
+        elif s.get("ok") is False:
+            lines.append(f"  sync {g}: FAILED after acking {s.get('batches')} batches (cursor {s.get('cursor')})")
+        else:
+            total = {k: sum((s.get(k) or {}).values()) for k in ("inserted", "updated", "deleted", "skipped")}
+            lines.append(f"  sync {g}: {s['batches']} batches, {s['rows']} rows, {s.get('ddl', 0)} DDL in "
+                         f"{s['seconds']} s ({s['rows_per_s']} rows/s), cursor {s['cursor']}; inserted "
+                         f"{total['inserted']}, updated {total['updated']}, deleted {total['deleted']}, "
+                         f"skipped duplicates {total['skipped']}")
+    lag = (rec.get("lag") or {}).get("capture") or {}
+    if lag:
+        lines.append(f"  lag: capture {lag.get('lag_s')} s behind the source ({lag.get('behind_bytes')} bytes); "
+                     + ", ".join(f"{g} {gs['pending_batches']} batches pending ({gs['lag_s']} s)"
+                                 for g, gs in ((rec.get("lag") or {}).get("groups") or {}).items()))
+    for e in rec.get("errors") or ():
+        where = e["stage"] + (f" {e['group']}" if e.get("group") else "")
+        lines.append(f"  error ({where}): {e['message']}")
+    return "\n".join(lines)

@@ -1,0 +1,252 @@
+"""Values read back from a source or a target, made comparable across SQL dialects.
+
+``sluice verify`` compares rows that come from different drivers: pymysql on the source,
+pymysql / psycopg / sqlite3 on RDB targets. The same value arrives in different Python
+shapes (a BIT(10) as ``bytes`` from MariaDB and as the string ``'0000000101'`` from a
+PostgreSQL ``bit varying``; a TIMESTAMP as a naive UTC ``datetime`` and as an aware one;
+JSON as text and as a dict; FLOAT as the server's short text and as the float32's double).
+:func:`normalizer` picks, from the *source* column type, one function that maps every such
+shape to one canonical value; rows are then compared as tuples of those (docs/rdb.md's value
+table is the list of shapes).
+
+:func:`dml_text` turns a value read from the source with pymysql into the capture's Dml text
+(docs/capture.md's value table), so ES/HBase verification can feed source rows through the
+adapters' own encoders.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Callable
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+INT_TYPES = {"tinyint", "smallint", "mediumint", "int", "integer", "bigint", "year"}
+BINARY_TYPES = {"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob", "geometry", "point",
+                "linestring", "polygon", "multipoint", "multilinestring", "multipolygon", "geometrycollection"}
+ZERO = "<zero date>"
+
+
+def _bytes(v: Any) -> Any:
+    return bytes(v) if isinstance(v, memoryview | bytearray) else v
+
+
+def _int(v: Any) -> Any:
+    if isinstance(v, bool):
+        return int(v)
+    if isinstance(v, int):
+        return v
+    if isinstance(v, Decimal | float):
+        return int(v) if v == int(v) else v
+    try:
+        return int(str(v))
+    except ValueError:
+        return str(v)
+
+
+def _bit(v: Any) -> Any:
+    v = _bytes(v)
+    if isinstance(v, bytes):
+        return int.from_bytes(v, "big")
+    if isinstance(v, str):
+        return int(v, 2) if v and set(v) <= {"0", "1"} else int(v)
+    return _int(v)
+
+
+def _float32(v: Any) -> Any:
+    try:
+        return _f32(float(v))
+    except ValueError:
+        return str(v)
+
+
+def _double(v: Any) -> Any:
+    try:
+        return float(v)
+    except ValueError:
+        return str(v)
+
+
+def _decimal(v: Any) -> Any:
+    try:
+        d = Decimal(str(v)) if not isinstance(v, Decimal) else v
+        return format(d.normalize(), "f") if d else "0"
+    except InvalidOperation:
+        return str(v)
+
+
+def _zero(text: str) -> bool:
+    return text.startswith("0000-") or "-00" in text[:10]
+
+
+def _datetime(v: Any) -> Any:
+    if isinstance(v, dt.datetime):
+        if v.tzinfo is not None:
+            v = v.astimezone(dt.UTC).replace(tzinfo=None)
+        if v in (dt.datetime.min, dt.datetime.max):
+            return ZERO  # PostgreSQL's -infinity (zero dates, docs/rdb.md) read back by the driver
+        return v.isoformat(" ", "microseconds")
+    if isinstance(v, dt.date):
+        return dt.datetime(v.year, v.month, v.day).isoformat(" ", "microseconds")
+    text = str(v)
+    if _zero(text) or "infinity" in text:
+        return ZERO
+    try:
+        return dt.datetime.fromisoformat(text).isoformat(" ", "microseconds")
+    except ValueError:
+        return text
+
+
+def _date(v: Any) -> Any:
+    if isinstance(v, dt.datetime):
+        return v.date().isoformat()
+    if isinstance(v, dt.date):
+        return ZERO if v in (dt.date.min, dt.date.max) else v.isoformat()
+    text = str(v)
+    return ZERO if _zero(text) or "infinity" in text else text
+
+
+def _time(v: Any) -> Any:
+    if isinstance(v, dt.timedelta):
+        return v // dt.timedelta(microseconds=1)
+    if isinstance(v, dt.time):
+        return (((v.hour * 60 + v.minute) * 60 + v.second) * 1_000_000) + v.microsecond
+    text = str(v).strip()
+    neg = text.startswith("-")
+    try:
+        h, m, s = text.lstrip("-").split(":")
+        us = round((int(h) * 3600 + int(m) * 60 + float(s)) * 1_000_000)
+        return -us if neg else us
+    except ValueError:
+        return text
+
+
+def _json(v: Any) -> Any:
+    if isinstance(v, bytes | memoryview):
+        v = bytes(v).decode("utf-8", "replace")
+    if isinstance(v, str):
+        try:
+            v = json.loads(v)
+        except ValueError:
+            return v
+    return json.dumps(v, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _text(v: Any) -> Any:
+    v = _bytes(v)
+    if isinstance(v, bytes):
+        return v.decode("utf-8", "replace")
+    return v if isinstance(v, str) else str(v)
+
+
+def _char(v: Any) -> Any:
+    t = _text(v)
+    return t.rstrip(" ") if isinstance(t, str) else t  # CHAR(n): MySQL strips the padding, PostgreSQL keeps it
+
+
+def _binary(v: Any) -> Any:
+    v = _bytes(v)
+    if isinstance(v, str):
+        return v.encode("latin-1", "replace")
+    return v
+
+
+def _bool_or_int(v: Any) -> Any:
+    return int(v) if isinstance(v, bool) else _int(v)
+
+
+def normalizer(data_type: str, column_type: str = "") -> Callable[[Any], Any]:
+    """The canonical form of a source column's values (by its MySQL DATA_TYPE / COLUMN_TYPE)."""
+    t = (data_type or "").lower()
+    if t == "bit":
+        return _bit
+    if t in INT_TYPES:
+        return _bool_or_int
+    if t == "float":
+        return _float32
+    if t in ("double", "real"):
+        return _double
+    if t in ("decimal", "numeric"):
+        return _decimal
+    if t in ("datetime", "timestamp"):
+        return _datetime
+    if t == "date":
+        return _date
+    if t == "time":
+        return _time
+    if t == "json":
+        return _json
+    if t in BINARY_TYPES:
+        return _binary
+    if t == "char":
+        return _char
+    return _text
+
+
+def normalize_row(row: tuple, funcs: list[Callable[[Any], Any]]) -> tuple:
+    """Apply the per-column normalizers (None stays None)."""
+    return tuple(None if v is None else f(v) for v, f in zip(row, funcs, strict=True))
+
+
+# -- source value -> capture Dml text ---------------------------------------------------------
+def _fsp(column_type: str) -> int:
+    if "(" in column_type:
+        try:
+            return int(column_type.split("(", 1)[1].split(")", 1)[0])
+        except ValueError:
+            return 0
+    return 0
+
+
+def _f32(x: float) -> float:
+    """Round a double to the nearest float32 (numpy rounds near FLT_MAX where struct refuses)."""
+    import numpy as np
+
+    with np.errstate(over="ignore"):
+        return float(np.float32(x))
+
+
+def _float32_text(v: float) -> str:
+    f = _f32(float(v))
+    for p in range(1, 10):
+        text = "%.*g" % (p, f)
+        if _f32(float(text)) == f:
+            return repr(float(text))
+    return repr(f)
+
+
+def dml_text(data_type: str, column_type: str, v: Any) -> str | None:
+    """The capture's text for a value pymysql read from the source (session time zone UTC)."""
+    if v is None:
+        return None
+    t = (data_type or "").lower()
+    ct = (column_type or "").lower()
+    if t == "bit":
+        return str(_bit(v))
+    if t == "year":
+        return "%04d" % int(v)
+    if t == "float":
+        return _float32_text(v)
+    if t in ("double", "real"):
+        return repr(float(v))
+    if t in ("datetime", "timestamp"):
+        if isinstance(v, dt.datetime):
+            fsp = _fsp(ct)
+            text = v.strftime("%Y-%m-%d %H:%M:%S")
+            return text + (".%06d" % v.microsecond)[: fsp + 1] if fsp else text
+        return str(v)
+    if t == "date":
+        return v.isoformat() if isinstance(v, dt.date) else str(v)
+    if t == "time" and isinstance(v, dt.timedelta):
+        us = v // dt.timedelta(microseconds=1)
+        sign = "-" if us < 0 else ""
+        us = abs(us)
+        s, frac = divmod(us, 1_000_000)
+        text = "%s%02d:%02d:%02d" % (sign, s // 3600, s // 60 % 60, s % 60)
+        fsp = _fsp(ct)
+        return text + (".%06d" % frac)[: fsp + 1] if fsp else text
+    v = _bytes(v)
+    if isinstance(v, bytes):
+        return v.decode("latin-1")
+    return str(v)

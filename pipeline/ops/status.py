@@ -1,0 +1,213 @@
+"""Where a deployment stands: capture position and lag, per-group backlog, the last run.
+
+* **Capture lag.** ``last_event_age_s`` = now - the binlog timestamp (``es``) of the newest
+  captured event. With a source connection, the stored position is compared with the
+  server's end (``SHOW MASTER STATUS``; ``SHOW BINARY LOGS`` for the sizes between files):
+  ``behind_bytes`` is how much binlog capture has not read yet, and ``lag_s`` (seconds behind
+  the source) is 0 when nothing is left to read, else ``last_event_age_s`` (like MySQL's
+  ``Seconds_Behind_Master``: the age of the newest event applied).
+* **Sync lag** per group: ``lag_s`` = age of the oldest batch the group has not acked (0 when
+  nothing is pending), next to the pending batch and row counts (the numbers of
+  ``BatchStore.status()``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from pipeline.config import Config
+from pipeline.errors import SluiceError
+from pipeline.store import BatchMeta, BatchStore
+
+from .runlog import RunLog
+
+#: how many empty batches (position progress only) are skipped looking for the newest event
+EVENT_SCAN_BATCHES = 200
+
+
+def iso_ts(text: str | None) -> float | None:
+    """Seconds since the epoch of an ISO-8601 timestamp (the store's ``createdAt``)."""
+    if not text:
+        return None
+    try:
+        d = dt.datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if d.tzinfo is None:
+        d = d.replace(tzinfo=dt.UTC)
+    return d.timestamp()
+
+
+def last_record(meta: BatchMeta) -> dict[str, Any] | None:
+    """The last Dml line of a batch file, read from its end (the file is not verified)."""
+    if not meta.records or not meta.size:
+        return None
+    path = Path(meta.path)
+    block = 1 << 16
+    with path.open("rb") as f:
+        while True:
+            start = max(0, meta.size - block)
+            f.seek(start)
+            body = f.read(meta.size - start).rstrip(b"\n")
+            cut = body.rfind(b"\n")
+            if cut >= 0 or start == 0:
+                try:
+                    rec = json.loads(body[cut + 1:])
+                except ValueError:
+                    return None
+                return rec if isinstance(rec, dict) else None
+            block *= 4
+
+
+def last_event_ms(store: BatchStore, metas: list[BatchMeta] | None = None) -> int | None:
+    """``es`` (binlog event time, ms) of the newest captured event, or None."""
+    metas = metas if metas is not None else store.batches()
+    for meta in list(reversed(metas))[:EVENT_SCAN_BATCHES]:
+        rec = last_record(meta)
+        if rec is not None and rec.get("es"):
+            return int(rec["es"])
+    return None
+
+
+def binlog_behind(stored: dict[str, Any] | None, end: tuple[str, int], logs: list[tuple[str, int]]) -> int | None:
+    """Bytes of binlog between a stored capture position and the server's end position."""
+    if not stored or "logfile" not in stored:
+        return None
+    sfile, spos = str(stored["logfile"]), int(stored.get("logpos") or 0)
+    efile, epos = end
+    if sfile == efile:
+        return max(0, epos - spos)
+    names = [n for n, _ in logs]
+    if sfile not in names or efile not in names:
+        return None
+    sizes = dict(logs)
+    i, j = names.index(sfile), names.index(efile)
+    if i > j:
+        return 0
+    return max(0, sizes[sfile] - spos) + sum(sizes[n] for n in names[i + 1:j]) + epos
+
+
+def source_end(cfg: Config) -> tuple[tuple[str, int], list[tuple[str, int]]]:
+    """The server's current binlog end and its binlog files with sizes."""
+    import pymysql
+
+    from pipeline.capture.server_check import connect
+
+    conn = connect(cfg.source)
+    try:
+        with conn.cursor() as cur:
+            try:
+                cur.execute("SHOW BINARY LOG STATUS")
+            except pymysql.err.ProgrammingError:
+                cur.execute("SHOW MASTER STATUS")
+            row = cur.fetchone()
+            if not row:
+                raise SluiceError("the source has no binary log (SHOW MASTER STATUS is empty)")
+            cur.execute("SHOW BINARY LOGS")
+            logs = [(r[0], int(r[1])) for r in cur.fetchall()]
+        return (row[0], int(row[1])), logs
+    finally:
+        conn.close()
+
+
+def capture_lag(cfg: Config, store: BatchStore, *, with_source: bool = True, now: float | None = None,
+                metas: list[BatchMeta] | None = None) -> dict[str, Any]:
+    """Capture position and lag (see the module docstring); never raises for the source."""
+    now = time.time() if now is None else now
+    pos = store.last_position()
+    es = last_event_ms(store, metas)
+    out: dict[str, Any] = {"position": pos, "last_event_at": _iso(es / 1000) if es else None,
+                           "last_event_age_s": round(now - es / 1000, 3) if es else None,
+                           "source_end": None, "behind_bytes": None, "lag_s": None, "error": None}
+    if not with_source:
+        return out
+    try:
+        end, logs = source_end(cfg)
+    except SluiceError as e:
+        out["error"] = e.message
+        return out
+    except Exception as e:  # noqa: BLE001 - status must answer even when the source misbehaves
+        out["error"] = f"{type(e).__name__}: {e}"
+        return out
+    out["source_end"] = {"logfile": end[0], "logpos": end[1]}
+    behind = binlog_behind(pos, end, logs)
+    out["behind_bytes"] = behind
+    if behind == 0:
+        out["lag_s"] = 0.0
+    elif behind is not None:
+        out["lag_s"] = out["last_event_age_s"]
+    return out
+
+
+def group_status(store: BatchStore, groups: list[str], *, now: float | None = None,
+                 metas: list[BatchMeta] | None = None) -> dict[str, dict[str, Any]]:
+    """Per group: cursor, pending batches/rows, oldest pending batch and its age (sync lag)."""
+    now = time.time() if now is None else now
+    metas = metas if metas is not None else store.batches()
+    out = {}
+    for g in groups:
+        cursor = store.cursor(g)
+        pending = [m for m in metas if m.batch_id > cursor]
+        oldest = iso_ts(pending[0].created_at) if pending else None
+        out[g] = {"cursor": cursor, "registered": g in store.groups(),
+                  "pending_batches": len(pending), "pending_rows": sum(m.rows for m in pending),
+                  "oldest_pending_batch": pending[0].batch_id if pending else None,
+                  "oldest_pending_at": pending[0].created_at if pending else None,
+                  "lag_s": round(max(0.0, now - oldest), 3) if oldest is not None else 0.0}
+    return out
+
+
+def deployment_status(cfg: Config, *, with_source: bool = True) -> dict[str, Any]:
+    """Everything ``sluice status`` shows, as one JSON-able dict."""
+    store = BatchStore(cfg.store_dir(), create=False)
+    now = time.time()
+    metas = store.batches()
+    st = store.status()
+    groups = list(dict.fromkeys([g.groupId for g in cfg.groups] + sorted(st["groups"])))
+    log = RunLog(store.root, cfg.metrics.keepRuns)
+    last = log.last()
+    ok = log.last_success()
+    return {
+        "now": _iso(now),
+        "source": {"name": cfg.source.name, "server": f"{cfg.source.host}:{cfg.source.port}",
+                   "store": str(store.root), "batches": st["batches"], "first_batch": st["first_batch"],
+                   "last_batch": st["last_batch"], "rows": st["rows"], "bytes": st["bytes"],
+                   "capture": capture_lag(cfg, store, with_source=with_source, now=now, metas=metas)},
+        "groups": {g: {**gs, "configured": any(c.groupId == g for c in cfg.groups),
+                       "last_run": _group_run(log, g)}
+                   for g, gs in group_status(store, groups, now=now, metas=metas).items()},
+        "last_run": run_brief(last),
+        "last_success_at": ok.get("finished") if ok else None,
+        "locks": {k: v for k, v in (st.get("locks") or {}).items() if v},
+    }
+
+
+def run_brief(rec: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A run record without the bulky parts (per-table counts, positions)."""
+    if rec is None:
+        return None
+    cap = rec.get("capture") or {}
+    return {"run": rec.get("run"), "started": rec.get("started"), "finished": rec.get("finished"),
+            "seconds": rec.get("seconds"), "status": rec.get("status"), "exit": rec.get("exit"),
+            "captured_rows": cap.get("rows"), "captured_batches": cap.get("batches"),
+            "synced_rows": {g: s.get("rows") for g, s in (rec.get("sync") or {}).items()},
+            "errors": rec.get("errors") or []}
+
+
+def _group_run(log: RunLog, group: str) -> dict[str, Any] | None:
+    rec = log.last(group)
+    if rec is None:
+        return None
+    s = (rec.get("sync") or {}).get(group) or {}
+    errors = [e for e in rec.get("errors") or () if e.get("group") == group]
+    return {"run": rec.get("run"), "finished": rec.get("finished"), "ok": not errors,
+            "batches": s.get("batches"), "rows": s.get("rows"), "seconds": s.get("seconds"),
+            "rows_per_s": s.get("rows_per_s"), "errors": errors}
+
+
+def _iso(ts: float) -> str:
+    return dt.datetime.fromtimestamp(ts, dt.UTC).isoformat(timespec="milliseconds")

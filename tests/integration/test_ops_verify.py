@@ -1,0 +1,204 @@
+"""``sluice verify`` against the real targets: MariaDB (checksums), PostgreSQL (normalized rows),
+Elasticsearch and HBase (counts + samples). Targets are filled through the adapters' own
+writers from Dml text, then differences are planted and must be listed exactly."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import happybase
+import psycopg
+import pymysql
+import pytest
+import yaml
+from elasticsearch import Elasticsearch
+
+from adapters.base import Change
+from adapters.registry import make_writer
+from pipeline.config import load_config
+from pipeline.job.group import load_group
+from pipeline.ops.normalize import dml_text
+from pipeline.ops.verify import verify
+from pipeline.ops.verify_rdb import source_columns
+from tests.support.deploy import rdb_adapter, sluice
+
+TYPED = ("CREATE TABLE typed (region VARCHAR(8) NOT NULL, id INT NOT NULL, u BIGINT UNSIGNED, b BIT(10), "
+         "t1 TINYINT(1), f FLOAT, d DOUBLE, dc DECIMAL(12,3), dt DATETIME(6), ts TIMESTAMP(3) NULL, dd DATE, "
+         "tm TIME(6), y YEAR, j JSON, bin VARBINARY(8), e ENUM('a','b'), s SET('x','y'), "
+         "txt TEXT CHARACTER SET utf8mb4, ch CHAR(4), PRIMARY KEY (region, id))")
+PG_TYPED = ("CREATE TABLE {t} (region varchar(8), id integer, u numeric(20,0), b bit varying(10), t1 smallint, "
+            "f real, d double precision, dc numeric(12,3), dt timestamp(6), ts timestamptz(3), dd date, tm interval, "
+            "y smallint, j jsonb, bin bytea, e text, s text, txt text, ch char(4), PRIMARY KEY (region, id))")
+
+
+def _conn(info: dict, db: str | None = None):
+    return pymysql.connect(host=info["host"], port=info["port"], user=info["user"], password=info["password"],
+                           database=db, autocommit=True, charset="utf8mb4")
+
+
+def _rows(i: int) -> tuple:
+    return ("eu" if i % 2 else "us", i, 18446744073709551615 - i, i % 1024, i % 3, i / 7, i / 3, f"{i}.125",
+            f"2024-03-10 02:30:00.{i:06d}", f"2024-11-03 05:30:00.{i % 1000:03d}", "2024-02-29",
+            f"-{i % 838}:59:59.5", 1901 + i % 200, json.dumps({"k": i, "ü": [1, "🚀"]}), bytes([0, i % 256, 255]),
+            "ab"[i % 2], "x,y" if i % 3 else "", f"text ü🚀 {i}", "ab" if i % 2 else None)
+
+
+@pytest.fixture(scope="module")
+def dep(tmp_path_factory, mariadb, mariadb_target, postgres, elasticsearch, hbase):
+    tmp = tmp_path_factory.mktemp("ops_verify")
+    db = f"opsv_{uuid.uuid4().hex[:6]}"
+    tdb, pgt, index, htable = f"{db}_copy", f"{db}_typed", f"{db.replace('_', '-')}-people", f"OPSV_{db[-6:]}"
+    with _conn(mariadb) as c, c.cursor() as cur:
+        cur.execute(f"CREATE DATABASE `{db}`")
+        cur.execute(f"USE `{db}`")
+        cur.execute("SET time_zone = '+00:00'")
+        cur.execute(TYPED)
+        cur.executemany("INSERT INTO typed VALUES (" + ", ".join(["%s"] * 19) + ")", [_rows(i) for i in range(1, 121)])
+        cur.execute("CREATE TABLE nokey (a INT, b VARCHAR(10))")
+        cur.executemany("INSERT INTO nokey VALUES (%s, %s)", [(i % 5, f"v{i % 3}") for i in range(30)])
+        cur.execute("CREATE TABLE people (id BIGINT PRIMARY KEY, name VARCHAR(40), score INT, born DATETIME)")
+        cur.executemany("INSERT INTO people VALUES (%s, %s, %s, %s)",
+                        [(i, f"p{i} ü", i * 10, f"2020-01-{i % 28 + 1:02d} 10:00:00") for i in range(1, 81)])
+        cur.execute("CREATE TABLE amounts (id BIGINT PRIMARY KEY, name VARCHAR(40), amount DECIMAL(10,2), "
+                    "ratio DOUBLE)")
+        cur.executemany("INSERT INTO amounts VALUES (%s, %s, %s, %s)",
+                        [(i, f"a{i}" if i % 4 else None, f"{i}.50", i / 9) for i in range(1, 61)])
+    with _conn(mariadb_target) as c, c.cursor() as cur:
+        cur.execute(f"CREATE DATABASE `{tdb}`")
+    pg = psycopg.connect(host=postgres["host"], port=postgres["port"], user=postgres["user"],
+                         password=postgres["password"], dbname=postgres["database"], autocommit=True)
+    pg.execute(PG_TYPED.format(t=pgt))
+    mappings = {
+        "rdb/mirror.yml": {"groupId": "gmy", "outerAdapterKey": "my",
+                           "dbMapping": {"mirrorDb": True, "database": db, "targetDb": tdb}},
+        "rdb/pg.yml": {"groupId": "gpg", "outerAdapterKey": "pg", "dbMapping": {
+            "database": db, "table": "typed", "targetTable": pgt, "targetPk": {"region": "region", "id": "id"},
+            "mapAll": True}},
+        "es/people.yml": {"groupId": "ges", "outerAdapterKey": "es", "esMapping": {
+            "_index": index, "_id": "_id", "sql": "SELECT p.id AS _id, p.name, p.score, p.born FROM people p"}},
+        "hbase/amounts.yml": {"groupId": "ghb", "outerAdapterKey": "hb", "hbaseMapping": {
+            "mode": "STRING", "database": db, "table": "amounts", "hbaseTable": htable, "autoCreateTable": True,
+            "columns": {"id": "ROWKEY", "name": "NAME"}}},
+    }
+    for f, body in mappings.items():
+        (tmp / "mappings" / f).parent.mkdir(parents=True, exist_ok=True)
+        (tmp / "mappings" / f).write_text(yaml.safe_dump(body, sort_keys=False))
+    cfg = {"source": {"name": db, "host": mariadb["host"], "port": mariadb["port"], "user": mariadb["user"],
+                      "password": mariadb["password"]},
+           "srcDataSources": {"defaultDS": {"url": f"jdbc:mysql://{mariadb['host']}:{mariadb['port']}/{db}",
+                                            "username": mariadb["user"], "password": mariadb["password"]}},
+           "store": {"path": str(tmp / "store")},
+           "groups": [
+               {"groupId": "gmy", "outerAdapters": [rdb_adapter(mariadb_target, "my", tdb)],
+                "mappings": ["mappings/rdb/mirror.yml"]},
+               {"groupId": "gpg", "outerAdapters": [rdb_adapter(postgres, "pg", postgres["database"], "postgresql")],
+                "mappings": ["mappings/rdb/pg.yml"]},
+               {"groupId": "ges", "outerAdapters": [{"name": "es8", "key": "es", "hosts": elasticsearch["url"]}],
+                "mappings": ["mappings/es/*.yml"]},
+               {"groupId": "ghb", "outerAdapters": [{"name": "hbase", "key": "hb",
+                                                     "hosts": f"{hbase['host']}:{hbase['port']}"}],
+                "mappings": ["mappings/hbase/*.yml"]}]}
+    path = tmp / "sluice.yml"
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    config = load_config(path)
+    _fill(config, mariadb, mariadb_target, db, tdb)
+    yield {"cfg": config, "path": path, "db": db, "tdb": tdb, "pg": pg, "pgt": pgt, "index": index,
+           "htable": htable, "es": Elasticsearch(elasticsearch["url"]), "hbase": hbase}
+    with _conn(mariadb) as c, c.cursor() as cur:
+        cur.execute(f"DROP DATABASE IF EXISTS `{db}`")
+    with _conn(mariadb_target) as c, c.cursor() as cur:
+        cur.execute(f"DROP DATABASE IF EXISTS `{tdb}`")
+    pg.execute(f'DROP TABLE IF EXISTS "{pgt}"')
+    pg.close()
+    Elasticsearch(elasticsearch["url"]).indices.delete(index=index, ignore_unavailable=True)
+    conn = happybase.Connection(hbase["host"], hbase["port"])
+    if htable.encode() in conn.tables():
+        conn.delete_table(htable, disable=True)
+
+
+def _changes(src: dict, db: str, table: str) -> list[Change]:
+    with _conn(src, db) as c, c.cursor() as cur:
+        cur.execute("SET time_zone = '+00:00'")
+        cols, pk = source_columns(cur, db, table)
+        cur.execute(f"SELECT * FROM `{table}`")
+        rows = cur.fetchall()
+    types = {n: ct for n, _, ct in cols}
+    return [Change("INSERT", db, table, {n: dml_text(dt, ct, v) for (n, dt, ct), v in zip(cols, r, strict=True)},
+                   pk_names=tuple(pk), mysql_type=types) for r in rows]
+
+
+def _fill(cfg, src, tgt, db, tdb) -> None:
+    with _conn(src, db) as a, _conn(tgt, tdb) as b, a.cursor() as ca, b.cursor() as cb:
+        for t in ("typed", "nokey", "people", "amounts"):  # the mirror: the same DDL, rows copied in UTC sessions
+            ca.execute(f"SHOW CREATE TABLE `{t}`")
+            cb.execute(ca.fetchone()[1])
+            ca.execute("SET time_zone = '+00:00'")
+            cb.execute("SET time_zone = '+00:00'")
+            ca.execute(f"SELECT * FROM `{t}`")
+            rows = ca.fetchall()
+            cb.executemany(f"INSERT INTO `{t}` VALUES ({', '.join(['%s'] * len(rows[0]))})", rows)
+    for group, table in (("gpg", "typed"), ("ges", "people"), ("ghb", "amounts")):
+        plan = load_group(cfg, group)
+        kind, target = plan.targets[plan.mapping_target[0]]
+        m = plan.mappings[0]
+        w = make_writer(kind, target, (m,))
+        if kind == "hbase":
+            w.check()  # creates the table (autoCreateTable)
+        w.open()
+        w.apply(m, _changes(src, db, table))
+        w.commit()
+        w.close()
+
+
+def _by_group(results) -> dict:
+    return {r.mapping.split("/")[-1]: r for r in results}
+
+
+def test_equal_targets_verify_clean(dep):
+    res = verify(dep["cfg"], chunk=25, sample=1000)
+    by = {(r.kind, r.source.split(".")[-1]): r for r in res}
+    assert set(by) == {("rdb", "typed"), ("rdb", "nokey"), ("rdb", "people"), ("rdb", "amounts"),
+                       ("es", "people"), ("hbase", "amounts")}
+    assert len([r for r in res if r.kind == "rdb"]) == 5   # typed twice: the mirror and PostgreSQL
+    for r in res:
+        assert r.ok and r.differing == 0 and r.error is None, r.as_dict()
+    pg = next(r for r in res if "pg" in r.mapping)
+    assert pg.method.startswith("rows") and pg.chunks > 4 and pg.source_rows == pg.target_rows == 120
+    my = next(r for r in res if "mirror" in r.mapping and r.source.endswith("typed"))
+    assert my.method.startswith("checksum") and my.differing_chunks == 0
+    assert by[("es", "people")].sampled == 80 and by[("hbase", "amounts")].sampled == 60
+
+
+def test_planted_differences_are_listed(dep, mariadb_target):
+    with _conn(mariadb_target, dep["tdb"]) as c, c.cursor() as cur:
+        cur.execute("UPDATE typed SET ts = '2001-01-01 00:00:00' WHERE region='us' AND id=10")
+        cur.execute("DELETE FROM typed WHERE region='eu' AND id=119")
+        cur.execute("INSERT INTO nokey VALUES (99, 'x')")
+    dep["pg"].execute(f"UPDATE \"{dep['pgt']}\" SET dc = dc + 0.001 WHERE region='eu' AND id=1")
+    dep["pg"].execute(f"DELETE FROM \"{dep['pgt']}\" WHERE region='us' AND id=2")
+    dep["pg"].execute(f"INSERT INTO \"{dep['pgt']}\" (region, id) VALUES ('zz', 1)")
+    es = dep["es"]
+    es.update(index=dep["index"], id="5", doc={"name": "changed"}, refresh=True)
+    es.delete(index=dep["index"], id="6", refresh=True)
+    table = happybase.Connection(dep["hbase"]["host"], dep["hbase"]["port"]).table(dep["htable"])
+    table.put(b"7", {b"CF:NAME": b"changed"})
+    table.delete(b"8")
+    res = verify(dep["cfg"], chunk=25, sample=1000)
+    my = {r.source.split(".")[-1]: r for r in res if "mirror" in r.mapping}
+    assert (my["typed"].changed, my["typed"].missing, my["typed"].extra) == ([("us", 10)], [("eu", 119)], [])
+    assert 1 <= my["typed"].differing_chunks <= 2 and my["typed"].changed_columns == {"ts": 1}
+    assert my["nokey"].extra == [(99, "x")] and my["nokey"].differing == 1
+    pg = next(r for r in res if "pg" in r.mapping)
+    assert (pg.changed, pg.missing, pg.extra) == ([("eu", 1)], [("us", 2)], [("zz", 1)])
+    by = _by_group(res)
+    assert (by["people.yml"].changed, by["people.yml"].missing) == (["5"], ["6"])
+    assert by["people.yml"].target_rows == 79 and not by["people.yml"].ok
+    assert (by["amounts.yml"].changed, by["amounts.yml"].missing) == ([("7",)], [("8",)])
+
+    # the CLI: one mapping, exit 1, the keys in the JSON
+    out = sluice("verify", "--config", str(dep["path"]), "--mapping", "mappings/rdb/pg.yml", "--json", check=False)
+    assert out.returncode == 1
+    doc = json.loads(out.stdout)
+    assert doc["differing_rows"] == 3 and doc["tables"][0]["keys"] == {
+        "missing": [["us", 2]], "extra": [["zz", 1]], "changed": [["eu", 1]]}

@@ -1,0 +1,189 @@
+"""``run_once`` with stand-ins for capture and sync: outcomes, exit codes, the run record,
+status numbers against the store, and the report page."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from pipeline.config import parse_config
+from pipeline.errors import LockHeldError, SourceError
+from pipeline.job.driver import ApplyFailed
+from pipeline.ops.report import render, svg_chart
+from pipeline.ops.run import EXIT_FAILED, EXIT_LOCKED, EXIT_NOTHING, EXIT_OK, run_once
+from pipeline.ops.runlog import RunLog
+from pipeline.ops.status import binlog_behind, deployment_status, group_status, last_event_ms
+from pipeline.store import BatchStore
+
+
+@dataclass
+class Cap:
+    rows: int
+    batches: int = 1
+    stopped: str = "end of binlog"
+
+    def to_dict(self):
+        return {"rows": self.rows, "batches": self.batches, "transactions": 1, "rows_per_s": 10.0,
+                "stopped": self.stopped}
+
+
+@pytest.fixture
+def env(tmp_path):
+    cfg = parse_config({"source": {"name": "s1"}, "store": {"path": str(tmp_path / "store")},
+                        "groups": [{"groupId": "g1"}, {"groupId": "g2"}],
+                        "metrics": {"textfile": "m/s.prom", "json": "m/s.json"}}, file=str(tmp_path / "sluice.yml"))
+    store = BatchStore(cfg.store_dir())
+    return cfg, store
+
+
+def _append(store: BatchStore, rows: int, es: int = 1_700_000_000_000) -> None:
+    recs = [{"database": "d", "table": "t", "type": "INSERT", "es": es + i, "data": [{"id": str(i)}]}
+            for i in range(rows)]
+    with store.capture_lock():
+        n = len(store.batch_ids())
+        store.append(recs, start={"logfile": "b.1", "logpos": n}, end={"logfile": "b.1", "logpos": n + 1})
+
+
+class FakeSync:
+    def __init__(self, store: BatchStore, fail: dict | None = None):
+        self.store, self.fail, self.calls = store, fail or {}, []
+
+    def __call__(self, cfg, group, spark, **kw):
+        self.calls.append((group, spark))
+        if group in self.fail:
+            raise self.fail[group]
+        with self.store.apply_lock(group):
+            batches = self.store.get(group, 1000)
+            for b in batches:
+                self.store.ack(group, b.batch_id)
+
+        class S:
+            def as_dict(s):
+                return {"group": group, "batches": len(batches), "rows": sum(b.rows for b in batches),
+                        "seconds": 1.0, "rows_per_s": 5.0, "cursor": self.store.cursor(group),
+                        "inserted": {"d.t": sum(b.rows for b in batches)}, "executor": {"rows": 1}}
+        return S()
+
+
+def _run(cfg, store, capture_rows=None, capture_error=None, sync=None, **kw):
+    def capture(cfg, follow):
+        if capture_error:
+            raise capture_error
+        if capture_rows:
+            _append(store, capture_rows)
+        return Cap(capture_rows or 0)
+    sync = sync or FakeSync(store)
+    return run_once(cfg, spark_factory=lambda: "SPARK", capture_fn=capture, sync_fn=sync, with_source_lag=False, **kw)
+
+
+def test_work_done_then_nothing_to_do(env):
+    cfg, store = env
+    sync = FakeSync(store)
+    r = _run(cfg, store, capture_rows=5, sync=sync)
+    assert r.exit_code == EXIT_OK and r.record["status"] == "ok"
+    assert [g for g, _ in sync.calls] == ["g1", "g2"] and sync.calls[0][1] == "SPARK"
+    assert r.record["sync"]["g1"]["pending_before"] == {"batches": 1, "rows": 5, "cursor": 0}
+    assert r.record["lag"]["groups"]["g1"]["pending_batches"] == 0
+    r2 = _run(cfg, store, sync=sync)
+    assert r2.exit_code == EXIT_NOTHING and r2.record["status"] == "nothing" and len(sync.calls) == 2
+    assert _run(cfg, store, sync=sync, nothing_exit=0).exit_code == 0
+    runs = RunLog(store.root).runs()
+    assert [x["status"] for x in runs] == ["ok", "nothing", "nothing"]
+    assert (cfg.path("m/s.prom")).exists() and runs[-1]["metrics"]["json"].endswith("m/s.json")
+
+
+def test_empty_batches_are_acked_without_spark(env):
+    cfg, store = env
+    with store.capture_lock():
+        store.append([], start={"logfile": "b.1", "logpos": 0}, end={"logfile": "b.1", "logpos": 9})
+
+    def no_spark():
+        raise AssertionError("Spark started for empty batches")
+    sync = FakeSync(store)
+    r = run_once(cfg, spark_factory=no_spark, capture_fn=lambda cfg, follow: Cap(0, 0), sync_fn=sync,
+                 with_source_lag=False)
+    assert r.exit_code == EXIT_NOTHING and not sync.calls
+    assert store.cursor("g1") == store.cursor("g2") == 1
+
+
+def test_a_failed_group_fails_the_run_but_not_the_other_group(env):
+    cfg, store = env
+    sync = FakeSync(store, fail={"g1": ApplyFailed("1 of 4 partitions failed; no batch was acked")})
+    r = _run(cfg, store, capture_rows=3, sync=sync)
+    assert r.exit_code == EXIT_FAILED and r.record["status"] == "failed"
+    assert r.record["errors"] == [{"stage": "sync", "group": "g1", "type": "ApplyFailed",
+                                   "message": "1 of 4 partitions failed; no batch was acked"}]
+    assert store.cursor("g1") == 0 and store.cursor("g2") == 1
+    assert r.record["sync"]["g1"]["ok"] is False
+    st = deployment_status(cfg, with_source=False)
+    assert st["last_run"]["status"] == "failed" and st["groups"]["g1"]["last_run"]["ok"] is False
+    assert st["groups"]["g1"]["pending_rows"] == 3 and st["groups"]["g2"]["pending_rows"] == 0
+
+
+def test_capture_failure_still_syncs_and_unexpected_errors_are_recorded(env):
+    cfg, store = env
+    _append(store, 2)
+    r = _run(cfg, store, capture_error=SourceError("cannot connect to the source", hint="start it"))
+    assert r.exit_code == EXIT_FAILED and store.cursor("g1") == 1
+    assert r.record["errors"][0]["stage"] == "capture" and "fix: start it" in r.record["errors"][0]["message"]
+    _append(store, 1)
+    r = _run(cfg, store, sync=FakeSync(store, fail={"g2": RuntimeError("py4j: boom")}))
+    assert r.exit_code == EXIT_FAILED and r.record["errors"][0]["type"] == "RuntimeError"
+
+
+def test_lock_held_is_its_own_exit_code(env):
+    cfg, store = env
+    _append(store, 1)
+    lock = LockHeldError("the apply lock of g1 is held by pid 1")
+    r = _run(cfg, store, sync=FakeSync(store, fail={"g1": lock, "g2": lock}))
+    assert r.exit_code == EXIT_LOCKED and r.record["status"] == "locked"
+
+
+def test_group_selection_and_unknown_group(env):
+    cfg, store = env
+    _append(store, 1)
+    sync = FakeSync(store)
+    r = _run(cfg, store, sync=sync, groups=["g2"])
+    assert [g for g, _ in sync.calls] == ["g2"] and r.record["groups"] == ["g2"]
+    with pytest.raises(Exception, match="no group 'nope'"):
+        _run(cfg, store, groups=["nope"])
+
+
+def test_status_numbers_are_the_store_numbers(env):
+    cfg, store = env
+    for n in (3, 4, 5):
+        _append(store, n, es=1_700_000_000_000 + n)
+    with store.apply_lock("g1"):
+        store.get("g1", 1)
+        store.ack("g1", 1)
+    st = deployment_status(cfg, with_source=False)
+    raw = store.status()
+    assert st["groups"]["g1"]["pending_batches"] == raw["groups"]["g1"]["pending_batches"] == 2
+    assert st["groups"]["g1"]["pending_rows"] == raw["groups"]["g1"]["pending_rows"] == 9
+    assert st["groups"]["g2"]["pending_rows"] == 12 and st["groups"]["g2"]["registered"] is False
+    assert st["source"]["rows"] == raw["rows"] == 12 and st["source"]["last_batch"] == 3
+    assert last_event_ms(store) == 1_700_000_000_000 + 5 + 4
+    assert st["source"]["capture"]["last_event_age_s"] > 0 and st["source"]["capture"]["lag_s"] is None
+    gs = group_status(store, ["g1"], now=10**10)
+    assert gs["g1"]["oldest_pending_batch"] == 2 and gs["g1"]["lag_s"] > 0
+
+
+def test_binlog_behind():
+    logs = [("b.1", 1000), ("b.2", 500), ("b.3", 300)]
+    assert binlog_behind({"logfile": "b.3", "logpos": 100}, ("b.3", 300), logs) == 200
+    assert binlog_behind({"logfile": "b.1", "logpos": 900}, ("b.3", 120), logs) == 100 + 500 + 120
+    assert binlog_behind({"logfile": "b.0", "logpos": 9}, ("b.3", 120), logs) is None  # purged: unknown
+    assert binlog_behind(None, ("b.3", 1), logs) is None
+
+
+def test_report_page_is_self_contained():
+    runs = [{"run": f"r{i}", "started": f"2026-05-09T07:0{i}:00+00:00", "status": "ok" if i != 2 else "failed",
+             "exit": 0, "seconds": 3.0, "capture": {"rows": 100 * i, "rows_per_s": 50.0 * i},
+             "sync": {"g<1>": {"rows": 100 * i, "rows_per_s": 20.0 * i}},
+             "lag": {"capture": {"lag_s": 0.5 * i}, "groups": {"g<1>": {"lag_s": i}}},
+             "errors": [{"message": "<script>x</script>"}] if i == 2 else []} for i in range(5)]
+    page = render(runs, source="shop", store="/data/s")
+    assert page.count("<svg") == 3 and "<script>" not in page and "&lt;script&gt;" in page
+    assert "g&lt;1&gt;" in page and "r4" in page and "http" not in page.replace("http://www.w3.org/2000/svg", "")
+    assert "no data" in svg_chart("empty", [], {}, "rows/s")
