@@ -85,8 +85,9 @@ def test_unmapped_index_defaults_and_long_overflow_fails(es, index, elasticsearc
     w.open()
     w.apply(m, [EVERY_TYPE.insert(every_type_row())])
     d = es.get(index=index, id="1")["_source"]
-    assert d["dec"] == float(dict((c, x) for c, _, x in EVERY_TYPE_VALUES)["dec"])  # a double by default
-    assert d["tiny1"] == 255 and d["bit5"] == 5 and d["j"] == EVERY_TYPE_VALUES[24][2]  # JSON stays text
+    values = {c: x for c, _, x in EVERY_TYPE_VALUES}
+    assert d["dec"] == float(values["dec"])  # a double by default
+    assert d["tiny1"] == 255 and d["bit5"] == 5 and d["j"] == values["j"]  # JSON stays text
     m2 = mapping(index + "-b", row_sql())
     w2 = make_writer(EsTarget((elasticsearch["url"],)), (m2,))
     try:
@@ -140,7 +141,7 @@ def test_requeried_document_equals_binlog_document(es, index, elasticsearch, sou
     """A join mapping re-queries the row; a single-table mapping builds it from the binlog
     strings. Both must give the same document (FLOAT excepted: docs/es.md)."""
     mariadb, db = source_table
-    cols = [c for c in COLS if c not in ("f32",)]
+    cols = [c for c in COLS if c not in ("f32", "f32max")]  # FLOAT re-queried: 6 digits (docs/es.md)
     es.indices.create(index=index, mappings={"properties": {c: {"type": ES_TYPES[c]} for c in cols if c in ES_TYPES}})
     ds = SourceDb(mariadb["host"], mariadb["port"], mariadb["user"], Secret(mariadb["password"]), db,
                   name="defaultDS")
