@@ -116,13 +116,35 @@ class _PartitionRun:
             w.close()
 
 
+def _maps(column: pa.Array) -> list[dict | None]:
+    """A map<string,string> Arrow column as Python dicts, built from the flattened keys and
+    values (several times faster than ``to_pylist`` of the map column)."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    keys, items = column.keys.to_pylist(), column.items.to_pylist()
+    offsets = column.offsets.to_pylist()
+    valid = column.is_valid().to_pylist() if column.null_count else None
+    out: list[dict | None] = []
+    for i in range(len(column)):
+        if valid is not None and not valid[i]:
+            out.append(None)
+        else:
+            a, b = offsets[i], offsets[i + 1]
+            out.append(dict(zip(keys[a:b], items[a:b], strict=True)))
+    return out
+
+
 def _changes(batch: pa.RecordBatch, cache: dict) -> Iterator[tuple[int, Change]]:
     """Change objects from one Arrow batch (pkNames/mysqlType arrive as JSON text, decoded
     once per distinct value)."""
-    cols = batch.to_pydict()
-    midx, kind, db, table = cols["midx"], cols["kind"], cols["database"], cols["table"]
-    d, o, pks, types = cols["d"], cols["o"], cols["pkNames"], cols["mysqlType"]
-    bid, seq, row = cols["batchId"], cols["seq"], cols["row"]
+    col = batch.column
+    names = batch.schema.names
+    get = {n: i for i, n in enumerate(names)}
+    midx, kind = col(get["midx"]).to_pylist(), col(get["kind"]).to_pylist()
+    db, table = col(get["database"]).to_pylist(), col(get["table"]).to_pylist()
+    pks, types = col(get["pkNames"]).to_pylist(), col(get["mysqlType"]).to_pylist()
+    bid, seq, row = col(get["batchId"]).to_pylist(), col(get["seq"]).to_pylist(), col(get["row"]).to_pylist()
+    d, o = _maps(col(get["d"])), _maps(col(get["o"]))
     for i in range(batch.num_rows):
         pk_text, type_text = pks[i], types[i]
         pk = cache.get(pk_text)
@@ -131,9 +153,7 @@ def _changes(batch: pa.RecordBatch, cache: dict) -> Iterator[tuple[int, Change]]
         mt = cache.get(type_text)
         if mt is None:
             mt = cache[type_text] = json.loads(type_text) or {} if type_text else {}
-        oi = o[i]
-        yield midx[i], Change(kind[i], db[i], table[i], dict(d[i] or ()), dict(oi) if oi is not None else None,
-                              pk, mt, (bid[i], seq[i], row[i]))
+        yield midx[i], Change(kind[i], db[i], table[i], d[i] or {}, o[i], pk, mt, (bid[i], seq[i], row[i]))
 
 
 def _result(pid: int, ok: bool, rows: int, stats: ApplyStats, t0: float, error: str | None = None,
@@ -164,13 +184,14 @@ def apply_function(ctx: JobContext, counters=None):
         pending: dict[int, list[Change]] = {}
         current: Change | None = None
         cache: dict = {}
+        limits = [_commit_batch(m) for m in ctx.mappings]
         try:
             for batch in batches:
                 for midx, change in _changes(batch, cache):
                     current = change
                     buf = pending.setdefault(midx, [])
                     buf.append(change)
-                    if len(buf) >= _commit_batch(ctx.mappings[midx]):
+                    if len(buf) >= limits[midx]:
                         run.flush(midx, buf)
                         pending[midx] = []
             for midx, buf in pending.items():
