@@ -22,7 +22,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-ChangeKind = Literal["INSERT", "UPDATE", "DELETE", "TRUNCATE"]
+#: ``UPSERT`` never comes from the binlog: full loads (``sluice etl``/``bootstrap``) send it to
+#: mean "insert the row, or overwrite the row with the same target key" -- RDB: delete-by-key +
+#: insert (MySQL/MariaDB) or ``ON CONFLICT (pk) DO UPDATE`` (PostgreSQL/SQLite); ES and HBase:
+#: the same as INSERT, which already overwrites (``index`` by ``_id``; a put of every cell,
+#: NULLs deleting theirs).
+ChangeKind = Literal["INSERT", "UPDATE", "DELETE", "TRUNCATE", "UPSERT"]
 
 
 @dataclass(frozen=True, slots=True)

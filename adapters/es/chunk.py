@@ -66,7 +66,8 @@ class ChunkApplier:
                 hit = True
                 self.db_hint = self.db_hint or ch.database
                 joined[j.alias].extend(joined_keys(j, ch))
-            counter = {"INSERT": self.stats.inserted, "UPDATE": self.stats.updated,
+            counter = {"INSERT": self.stats.inserted, "UPSERT": self.stats.inserted,
+                       "UPDATE": self.stats.updated,
                        "DELETE": self.stats.deleted}.get(ch.kind) if hit else self.stats.skipped
             (counter if counter is not None else self.stats.skipped)[key] += 1
         self._resolve_ids(ops)
@@ -91,7 +92,7 @@ class ChunkApplier:
         cols = self._cols(data)
         origin = f"{ch.database}.{ch.table}"
         new = "index_row" if p.row_mode else "sync"
-        if ch.kind == "INSERT":
+        if ch.kind in ("INSERT", "UPSERT"):  # index/sync overwrite the document: INSERT is an upsert here
             ops.append(Op(new, data, types, cols, origin=origin))
         elif ch.kind == "DELETE":
             ops.append(Op("delete", data, types, cols, origin=origin))

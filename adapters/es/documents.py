@@ -189,7 +189,7 @@ def joined_keys(j: JoinInfo, ch: Any) -> list[tuple]:
     after images; none when the UPDATE changed no column the query reads."""
     types = fold(ch.mysql_type)
     mine = [c for c, _, _ in j.keys]
-    if ch.kind in ("INSERT", "DELETE"):
+    if ch.kind in ("INSERT", "DELETE", "UPSERT"):
         images = [fold(ch.data)]
     else:
         changed = changed_columns(ch.old, ch.data)

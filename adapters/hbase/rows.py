@@ -184,7 +184,7 @@ class MappingPlan:
         name = self.spec.source_key if change.table == self.spec.table else f"{change.database}.{change.table}"
         row = self.rowkey(change)
         kind = change.kind
-        if kind == "INSERT":
+        if kind in ("INSERT", "UPSERT"):  # a put of every cell (NULL: delete it) overwrites the row
             fold.set_cells(self.table, row, self.cells(change))
             stats.inserted[name] += 1
         elif kind == "UPDATE":

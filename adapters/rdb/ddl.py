@@ -125,3 +125,23 @@ def apply_ddl(w: RdbWriter, route: RdbTable | None, ddl: DdlChange) -> None:
         except SQLAlchemyError:
             pass
         conn.close()
+
+
+def applied_after(w: RdbWriter, route: RdbTable, change) -> bool:
+    """True if the DDL ledger of the target database records a statement of the change's
+    source database that came after the change (so the change is a replay of history)."""
+    target_db = route.target_schema or change.database
+    qdb = "`" + target_db.replace("`", "``") + "`"
+    conn = w.engine().connect()
+    try:
+        cur = conn.connection.dbapi_connection.cursor()
+        try:
+            cur.execute(f"SELECT seq FROM {qdb}.{LOG_TABLE} WHERE source_db = %s", (change.database,))
+            seqs = [tuple(int(x) for x in r[0].split(".")) for r in cur.fetchall()]
+        except Exception:  # noqa: BLE001 - no ledger table: nothing was replayed here
+            return False
+        finally:
+            cur.close()
+    finally:
+        conn.close()
+    return any(s > tuple(change.seq) for s in seqs)

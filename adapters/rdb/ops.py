@@ -137,6 +137,58 @@ def probe(w: RdbWriter, plan: Plan, rows: list[tuple]) -> set[int]:
     return {int(r[0]) for r in res}
 
 
+# -- UPSERT (full loads: insert, or overwrite the row with the same primary key) ---------------
+def upsert(w: RdbWriter, plan: Plan, changes: list[Change], rows: list[tuple]) -> None:
+    """MySQL/MariaDB: a multi-row INSERT; when it meets an existing key (1062; the statement is
+    rolled back whole), DELETE that statement's keys and INSERT again, where a duplicate left is
+    another unique key (terminal). Never ``ON DUPLICATE KEY UPDATE`` or ``REPLACE``: both also act
+    on a conflicting *secondary* unique key and would silently update or delete another row.
+    PostgreSQL/SQLite: ``INSERT ... ON CONFLICT (pk) DO UPDATE``. Counted as ``inserted``."""
+    if not plan.key_pos:
+        raise TargetError(f"{plan.source}: a full load (UPSERT) into {plan.info.label} needs a primary key "
+                          "(targetPk, or the source table's)")
+    last = {tuple(r[i] for i in plan.key_pos): n for n, r in enumerate(rows)}
+    if len(last) < len(rows):  # the same key twice: the last row wins
+        keep = sorted(last.values())
+        changes, rows = [changes[i] for i in keep], [rows[i] for i in keep]
+    if w.dialect.family == "mysql":
+        return w.each_segment(plan, changes, rows, lambda cs, rs: _mysql_upsert(w, plan, cs, rs))
+    for a, b in chunks(w, plan, rows, len(plan.tgt)):
+        part, cs = rows[a:b], changes[a:b]
+        stmt = w.sql.upsert(plan.info, plan.tgt, len(part), plan.key_tgt)
+        try:
+            w.exec(stmt, _flat(part))
+        except DBAPIError as e:
+            raise locate(w, plan, e, cs, w.sql.upsert(plan.info, plan.tgt, 1, plan.key_tgt), part,
+                         "upsert into") from None
+        w.count("inserted", plan, len(part))
+
+
+def _mysql_upsert(w: RdbWriter, plan: Plan, changes: list[Change], rows: list[tuple]) -> None:
+    for a, b in chunks(w, plan, rows, len(plan.tgt)):
+        part, cs = rows[a:b], changes[a:b]
+        try:
+            w.exec(w.sql.insert(plan.info, plan.tgt, len(part)), _flat(part))
+            w.count("inserted", plan, len(part))
+            continue
+        except DBAPIError as e:
+            if not w.dialect.is_unique_violation(e.orig):
+                raise locate(w, plan, e, cs, w.sql.insert(plan.info, plan.tgt, 1), part, "insert into") from None
+        delete_keys(w, plan, cs, [tuple(r[i] for i in plan.key_pos) for r in part])
+        _mysql_insert(w, plan, cs, part)
+
+
+def delete_keys(w: RdbWriter, plan: Plan, changes: list[Change], keys: list[tuple]) -> None:
+    """DELETE rows by (converted) key, uncounted: the first half of an upsert."""
+    per = max(1, min(MAX_ROWS, w.dialect.max_params // len(plan.key_pos)))
+    for a in range(0, len(keys), per):
+        part = keys[a:a + per]
+        try:
+            w.exec(w.sql.delete_in(plan.info, plan.key_tgt, len(part)), _flat(part))
+        except DBAPIError as e:
+            raise fail(w, e, plan, "delete (upsert) from", _span(plan, changes[a:a + per])) from None
+
+
 # -- UPDATE ------------------------------------------------------------------------------------
 def _loose(v: Any) -> Any:
     """A key as a case/accent/trailing-space insensitive collation might see it (never too fine)."""
@@ -242,7 +294,9 @@ def keyless(w: RdbWriter, plan: Plan, change: Change, sets: tuple[int, ...] | No
 # -- MySQL rows with ENUM '' (index 0): one statement, non-strict, and only that warning allowed --
 def relaxed_row(w: RdbWriter, plan: Plan, change: Change, row: tuple, empties: int) -> None:
     sql, info = w.sql, plan.info
-    if change.kind == "INSERT":
+    if change.kind in ("INSERT", "UPSERT"):
+        if change.kind == "UPSERT":
+            delete_keys(w, plan, [change], [tuple(row[i] for i in plan.key_pos)])
         stmt, args, what = sql.insert(info, plan.tgt, 1), row, "inserted"
     else:
         sets = plan.set_columns(change)
@@ -255,10 +309,11 @@ def relaxed_row(w: RdbWriter, plan: Plan, change: Change, row: tuple, empties: i
         n = w.exec(sql.relaxed(stmt), args).rowcount
         warnings = w.exec("SHOW WARNINGS", None).fetchall()
     except DBAPIError as e:
-        if change.kind == "INSERT" and w.dialect.is_unique_violation(e.orig) and plan.key_pos and probe(w, plan, [row]):
+        if change.kind in ("INSERT", "UPSERT") and w.dialect.is_unique_violation(e.orig) and plan.key_pos \
+                and probe(w, plan, [row]):
             w.count("skipped", plan, 1)
             return
-        raise fail(w, e, plan, "insert into" if change.kind == "INSERT" else "update", key) from None
+        raise fail(w, e, plan, "update" if change.kind == "UPDATE" else "insert into", key) from None
     unexpected = [tuple(x) for x in warnings if x[1] != 1265]  # WARN_DATA_TRUNCATED: the ENUM '' itself
     if unexpected or len(warnings) > empties:
         err = TargetError(f"{plan.source} key {format_key(key)}: writing ENUM '' to {info.label} (non-strict) "

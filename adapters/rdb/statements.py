@@ -62,6 +62,17 @@ class Sql:
             sql += f" ON CONFLICT ({', '.join(self.q(c) for c in skip_on)}) DO NOTHING"
         return sql
 
+    def upsert(self, info: TableInfo, cols: tuple[str, ...], nrows: int, key: tuple[str, ...]) -> str:
+        """PostgreSQL/SQLite: insert, or overwrite every non-key column of the row with the same
+        primary key (``ON CONFLICT (pk) DO UPDATE``; a conflict on another unique key still fails)."""
+        sets = [c for c in cols if c not in key]
+        sql = self.insert(info, cols, nrows)
+        target = ", ".join(self.q(c) for c in key)
+        if not sets:
+            return sql + f" ON CONFLICT ({target}) DO NOTHING"
+        assign = ", ".join(f"{self.q(c)} = EXCLUDED.{self.q(c)}" for c in sets)
+        return sql + f" ON CONFLICT ({target}) DO UPDATE SET {assign}"
+
     def exists_probe(self, info: TableInfo, key: tuple[str, ...], nrows: int) -> str:
         """Which of ``nrows`` keys exist: returns the row positions (MySQL duplicate path)."""
         where = self._eq(info, key)

@@ -1,3 +1,13 @@
 """Sub-commands of ``sluice``; importing this package registers them on the app."""
 
-from pipeline.commands import capture_cmd, store_cmd, sync_cmd  # noqa: F401
+from pipeline.commands import (  # noqa: F401  (importing registers the commands)
+    bootstrap_cmd,
+    capture_cmd,
+    etl_cmd,
+    report_cmd,
+    run_cmd,
+    status_cmd,
+    store_cmd,
+    sync_cmd,
+    verify_cmd,
+)

@@ -32,9 +32,9 @@ from tests.support.golden import GoldenTable
 T = GoldenTable("outage", (("id", "bigint(20)"), ("name", "varchar(40)"), ("n", "int(11)")), pk=("id",))
 _MAP = pa.map_(pa.string(), pa.string())
 CHANGE_SCHEMA = pa.schema([("midx", pa.int32()), ("kind", pa.string()), ("database", pa.string()),
-                           ("table", pa.string()), ("d", _MAP), ("o", _MAP), ("pkNames", pa.list_(pa.string())),
-                           ("mysqlType", _MAP), ("batchId", pa.int64()), ("seq", pa.int64()), ("row", pa.int64()),
-                           ("sub", pa.int32())])
+                           ("table", pa.string()), ("d", _MAP), ("o", _MAP), ("pkNames", pa.string()),
+                           ("mysqlType", pa.string()), ("batchId", pa.int64()), ("seq", pa.int64()),
+                           ("row", pa.int64()), ("sub", pa.int32())])  # pkNames/mysqlType: JSON text, as the job sends
 
 
 def _free_port() -> int:
@@ -99,8 +99,8 @@ def _arrow(changes: list[tuple[str, dict, dict | None]], start: int) -> pa.Recor
     out = []
     for i, (kind, d, o) in enumerate(changes):
         out.append({"midx": 0, "kind": kind, "database": T.database, "table": T.name, "d": list(d.items()),
-                    "o": list(o.items()) if o is not None else None, "pkNames": ["id"],
-                    "mysqlType": list(T.mysql_type.items()), "batchId": 1, "seq": start + i, "row": 0, "sub": 0})
+                    "o": list(o.items()) if o is not None else None, "pkNames": json.dumps(["id"]),
+                    "mysqlType": json.dumps(T.mysql_type), "batchId": 1, "seq": start + i, "row": 0, "sub": 0})
     return pa.RecordBatch.from_pylist(out, schema=CHANGE_SCHEMA)
 
 
