@@ -72,6 +72,16 @@ def elasticsearch() -> dict:
 
 
 @pytest.fixture(scope="session")
+def es(elasticsearch: dict):
+    """An elasticsearch-py client of the suite's server."""
+    from elasticsearch import Elasticsearch
+
+    client = Elasticsearch(elasticsearch["url"], request_timeout=30)
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="session")
 def hbase() -> dict:
     """HBase standalone + Thrift1 server."""
     return ensure_service("hbase")

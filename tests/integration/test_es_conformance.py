@@ -19,13 +19,6 @@ PROPS = {"name": {"type": "keyword"}, "balance": {"type": "keyword"}, "note": {"
          "score": {"type": "long"}}
 
 
-@pytest.fixture(scope="module")
-def es(elasticsearch: dict):
-    client = Elasticsearch(elasticsearch["url"], request_timeout=30)
-    yield client
-    client.close()
-
-
 @pytest.fixture
 def index(es: Elasticsearch):
     name = f"sluice-es-{uuid.uuid4().hex[:10]}"

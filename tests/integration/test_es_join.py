@@ -71,13 +71,6 @@ class Source:
         return self._change("DELETE", table, row)
 
 
-@pytest.fixture(scope="module")
-def es(elasticsearch: dict):
-    client = Elasticsearch(elasticsearch["url"], request_timeout=30)
-    yield client
-    client.close()
-
-
 @pytest.fixture
 def src(mariadb: dict):
     db = f"es_src_{uuid.uuid4().hex[:8]}"

@@ -27,13 +27,6 @@ ES_TYPES = {"u64": "keyword", "i64": "long", "tiny1": "boolean", "tiny_s": "byte
             "txt": "text", "bin": "binary", "blob": "binary", "bin4": "binary", "ch": "keyword", "nul": "keyword"}
 
 
-@pytest.fixture(scope="module")
-def es(elasticsearch: dict):
-    client = Elasticsearch(elasticsearch["url"], request_timeout=30)
-    yield client
-    client.close()
-
-
 @pytest.fixture
 def index(es: Elasticsearch):
     name = f"sluice-es-{uuid.uuid4().hex[:10]}"

@@ -23,13 +23,6 @@ from elasticsearch import (
 NO_HANDLER = r"no handler found for uri|Incorrect HTTP method for uri"
 
 
-@pytest.fixture(scope="module")
-def es(elasticsearch: dict):
-    client = Elasticsearch(elasticsearch["url"], request_timeout=30)
-    yield client
-    client.close()
-
-
 @pytest.fixture
 def index(es: Elasticsearch):
     """A unique index name, deleted afterwards."""
