@@ -201,18 +201,19 @@ class BatchStore:
         except FileNotFoundError:
             raise StoreError(f"{self.root}: batch {batch} is not in the store") from None
 
-    def read(self, batch: BatchRef) -> list[dict[str, Any]]:
+    def read(self, batch: BatchRef, *, decode: bool = True) -> list[dict[str, Any]]:
         """The verified records of ``batch`` (raises CorruptBatchError naming the file)."""
         meta = self._resolve(batch)
         try:
             prev_end: dict[str, Any] | None = self.meta(meta.batch_id - 1).end
         except (FileNotFoundError, StoreError):
             prev_end = None
-        return check_batch(meta, self.batch_dir / meta.file, prev_end)
+        return check_batch(meta, self.batch_dir / meta.file, prev_end, decode=decode)
 
-    def verify(self, batch: BatchRef) -> None:
-        """Check size, sha256 and JSON of ``batch``; raise CorruptBatchError if anything is off."""
-        self.read(batch)
+    def verify(self, batch: BatchRef, *, deep: bool = True) -> None:
+        """Check size and sha256 (and with ``deep``, every JSON line) of ``batch``; raise
+        CorruptBatchError if anything is off."""
+        self.read(batch, decode=deep)
 
     def paths(self, batches: Iterable[BatchRef], *, uri: bool = False) -> list[str]:
         """Verified absolute data file paths, e.g. for ``spark.read.schema(s).json(paths)``.
@@ -223,7 +224,7 @@ class BatchStore:
         out = []
         for b in batches:
             meta = self._resolve(b)
-            self.verify(meta)
+            self.verify(meta, deep=False)  # size + sha256: the exact bytes append wrote
             path = self.batch_dir / meta.file
             out.append(path.as_uri() if uri else str(path))
         return out

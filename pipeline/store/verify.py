@@ -69,9 +69,13 @@ def decode_records(raw: bytes, batch_id: int) -> tuple[list[dict[str, Any]], str
 
 
 def check_batch(
-    meta: BatchMeta, data_path: Path, previous_end: dict[str, Any] | None
+    meta: BatchMeta, data_path: Path, previous_end: dict[str, Any] | None, decode: bool = True
 ) -> list[dict[str, Any]]:
     """Verify one batch file against ``meta`` and return its records.
+
+    With ``decode=False`` only size and sha256 are checked (they prove the bytes are the ones
+    ``append`` wrote, which it had encoded from valid records) and ``[]`` is returned: the
+    job's pre-read check, which must not parse every line in Python.
 
     ``previous_end`` (the previous batch's end position, if known) goes into the
     error's hint as the position to re-capture from.
@@ -91,6 +95,10 @@ def check_batch(
         digest = hashlib.sha256(raw).hexdigest()
         if digest != meta.sha256:
             problem = f"checksum mismatch: sha256 {digest}, expected {meta.sha256}"
+    if not decode:
+        if problem:
+            _fail(meta, data_path, previous_end, problem)
+        return []
     records, bad = decode_records(raw, meta.batch_id)
     if problem is None and bad is None and len(records) != meta.records:
         bad = f"{len(records)} records, expected {meta.records}"
