@@ -106,17 +106,23 @@ def inspect_server(src: SourceConfig, conn: pymysql.connections.Connection | Non
             conn.close()
 
 
+def master_status(cur) -> tuple:
+    """The row of ``SHOW BINARY LOG STATUS`` (``SHOW MASTER STATUS`` on older servers)."""
+    try:
+        cur.execute("SHOW BINARY LOG STATUS")
+    except pymysql.err.ProgrammingError:
+        cur.execute("SHOW MASTER STATUS")
+    row = cur.fetchone()
+    if not row:
+        raise SourceError("the source has no binary log (SHOW MASTER STATUS is empty)",
+                          hint="enable log_bin on the source")
+    return row
+
+
 def current_position(conn: pymysql.connections.Connection, flavor: str) -> Position:
     """The server's current end of binlog, with its GTID state (where ``--once`` stops)."""
     with conn.cursor() as cur:
-        try:
-            cur.execute("SHOW BINARY LOG STATUS")
-        except pymysql.err.ProgrammingError:
-            cur.execute("SHOW MASTER STATUS")
-        row = cur.fetchone()
-        if not row:
-            raise SourceError("the source has no binary log (SHOW MASTER STATUS is empty)",
-                              hint="enable log_bin on the source")
+        row = master_status(cur)
         logfile, logpos = row[0], int(row[1])
         if flavor == "mariadb":
             cur.execute("SELECT BINLOG_GTID_POS(%s, %s)", (logfile, logpos))

@@ -93,20 +93,12 @@ def binlog_behind(stored: dict[str, Any] | None, end: tuple[str, int], logs: lis
 
 def source_end(cfg: Config) -> tuple[tuple[str, int], list[tuple[str, int]]]:
     """The server's current binlog end and its binlog files with sizes."""
-    import pymysql
-
-    from pipeline.capture.server_check import connect
+    from pipeline.capture.server_check import connect, master_status
 
     conn = connect(cfg.source)
     try:
         with conn.cursor() as cur:
-            try:
-                cur.execute("SHOW BINARY LOG STATUS")
-            except pymysql.err.ProgrammingError:
-                cur.execute("SHOW MASTER STATUS")
-            row = cur.fetchone()
-            if not row:
-                raise SluiceError("the source has no binary log (SHOW MASTER STATUS is empty)")
+            row = master_status(cur)
             cur.execute("SHOW BINARY LOGS")
             logs = [(r[0], int(r[1])) for r in cur.fetchall()]
         return (row[0], int(row[1])), logs
