@@ -2,7 +2,10 @@
 
 ``SluiceError`` carries one actionable message (what is wrong, where, what to do) and an
 exit code; the CLI prints the message, never a traceback, and never a password.
-``TransientError`` may be retried with backoff; everything else is terminal.
+``TransientError`` may be retried with backoff; everything else is terminal. A
+``RowError`` is the terminal kind that one row's data caused (too long, out of range, a
+constraint): only those may go to a mapping's dead-letter store (docs/deadletter.md);
+connection, auth and schema problems never do.
 """
 
 from __future__ import annotations
@@ -56,6 +59,17 @@ class OutOfOrderAckError(StoreError):
 
 class TargetError(SluiceError):
     """A target (RDB, Elasticsearch, HBase) rejected a change terminally."""
+
+
+class RowError(TargetError):
+    """A target rejected one row's data terminally (too long, out of range, a constraint).
+
+    Raised by the adapters' errors modules only; carries ``table`` and ``key`` when known."""
+
+
+def is_row_error(exc: BaseException) -> bool:
+    """True when ``exc`` was caused by a row's data (may be dead-lettered), not by the target."""
+    return isinstance(exc, RowError)
 
 
 class TransientError(SluiceError):

@@ -28,7 +28,7 @@ from adapters.es.bulk import Action
 from adapters.es.config import EsTarget
 from adapters.es.documents import DocPlan, JoinInfo, Op, before_image, changed_columns, fold, joined_keys, key_of
 from adapters.es.values import FieldValueError, capture_converter, capture_id, db_converter, from_db, id_text
-from pipeline.errors import ConfigError, TargetError
+from pipeline.errors import ConfigError, RowError, TargetError
 
 PAGE = 1000
 
@@ -145,8 +145,8 @@ class ChunkApplier:
                         op.routing = text
         for op in ops:
             if op.doc_id is None:
-                raise TargetError(f"{p.file}: the document id field '{p.id_field}' is NULL for a row of "
-                                  f"{op.origin}; every document needs an id", hint="make the id column NOT NULL")
+                raise RowError(f"{p.file}: the document id field '{p.id_field}' is NULL for a row of "
+                               f"{op.origin}; every document needs an id", hint="make the id column NOT NULL")
 
     def _row_actions(self, ops: list[Op]) -> tuple[list[Action], list[Op]]:
         p = self.plan
@@ -199,8 +199,8 @@ class ChunkApplier:
 
     def _value_error(self, doc_id: str | None, name: str, e: Exception) -> TargetError:
         es_type = self._types.get(name) or "unmapped"
-        return TargetError(f"index {self.plan.index}, document _id={doc_id}, field {name} ({es_type}): {e}",
-                           hint=f"fix the index mapping or {self.plan.file} (objFields/sql), then sync again")
+        return RowError(f"index {self.plan.index}, document _id={doc_id}, field {name} ({es_type}): {e}",
+                        hint=f"fix the index mapping or {self.plan.file} (objFields/sql), then sync again")
 
     # -- re-query -----------------------------------------------------------------------------
     def _sync(self, ops: list[Op], delete_gone: bool) -> None:

@@ -6,6 +6,10 @@
 * :class:`~pipeline.errors.TargetError` (the partition fails, the batch is not acked): every
   other item or request error - mapping/parsing errors (400), strict mappings, auth (401/403),
   missing index where one is required, a document too large, ...
+  Of these, a bulk *item* rejected for its own content (HTTP 400 parsing/mapping errors, 413
+  too large) is an :class:`EsRowError` (a :class:`~pipeline.errors.RowError`): the only kind a
+  mapping's dead-letter store may take. Request-level failures never are.
+* Errors of the source re-query (join SQL, pymysql): :func:`source_error`.
 
 Messages name the index, the document ``_id`` and Elasticsearch's error type and reason; they
 never contain credentials (hosts are shown without user info, request bodies are not shown).
@@ -18,7 +22,7 @@ from typing import Any
 import elastic_transport
 import elasticsearch
 
-from pipeline.errors import SluiceError, TargetError, TransientError
+from pipeline.errors import RowError, SluiceError, SourceError, TargetError, TransientError
 
 TRANSIENT_STATUS = frozenset({429, 502, 503, 504})
 #: item error types that are transient whatever their status
@@ -36,6 +40,18 @@ class EsItemError(TargetError):
         self.index, self.doc_id, self.error_type, self.status = index, doc_id, error_type, status
         self.key = None if doc_id is None else f"_id={doc_id}"
         super().__init__(message, hint=hint)
+
+
+class EsRowError(EsItemError, RowError):
+    """A bulk item rejected for its own content (parsing/mapping of its values, too large)."""
+
+
+#: item error types caused by the document's own content (with HTTP 400 or 413)
+ROW_TYPES = frozenset({"mapper_parsing_exception", "document_parsing_exception", "illegal_argument_exception",
+                       "strict_dynamic_mapping_exception", "json_parse_exception", "x_content_parse_exception",
+                       "number_format_exception", "content_too_long_exception", "parse_exception"})
+#: MySQL client/server codes of the source re-query worth a retry (as adapters/rdb/dialects.py)
+SOURCE_TRANSIENT = frozenset({0, 1040, 1053, 1205, 1213, 1317, 1927, 2002, 2003, 2006, 2013, 2055, 4031})
 
 
 class EsTransientError(TransientError):
@@ -71,7 +87,8 @@ def item_error(op: str, index: str, doc_id: str | None, status: int, error: Any)
         return EsTransientError(f"Elasticsearch could not {what} now (HTTP {status}, {etype}: {reason})",
                                 hint="retried with backoff; if it persists, check the cluster's load and health")
     hint = _hint(etype, status)
-    return EsItemError(f"Elasticsearch rejected {what} (HTTP {status}, {etype}: {reason})", index=index,
+    cls = EsRowError if status == 413 or (status == 400 and etype in ROW_TYPES) else EsItemError
+    return cls(f"Elasticsearch rejected {what} (HTTP {status}, {etype}: {reason})", index=index,
                        doc_id=doc_id, error_type=etype, status=status, hint=hint)
 
 
@@ -113,3 +130,16 @@ def from_exception(exc: BaseException, what: str, target_label: str) -> SluiceEr
 def _short(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return (text[0] if text else type(exc).__name__)[:300]
+
+
+def source_error(exc: BaseException, what: str) -> SluiceError:
+    """A pymysql error of the source re-query (``what``: what was being done) as a Sluice error."""
+    if isinstance(exc, SluiceError):
+        return exc
+    args = getattr(exc, "args", ())
+    code = args[0] if args and isinstance(args[0], int) else 0
+    text = args[-1] if args else str(exc)
+    if code in SOURCE_TRANSIENT or type(exc).__name__ == "InterfaceError":
+        return TransientError(f"{what}: MySQL error {code}: {text}", hint="retried with backoff")
+    return SourceError(f"{what}: MySQL error {code}: {text}",
+                       hint="check the mapping SQL against the source tables (and srcDataSources)")

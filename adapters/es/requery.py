@@ -23,11 +23,10 @@ from typing import Any
 import pymysql
 
 from adapters.es.config import SourceDb
-from pipeline.errors import SourceError, TransientError
+from adapters.es.errors import source_error
 
 IN_BATCH = 500
 FETCH = 1000
-_TRANSIENT_CODES = {1205, 1213, 2003, 2006, 2013, 2055, 1040, 1053, 1927}
 _pool: dict[SourceDb, list[pymysql.connections.Connection]] = {}
 _lock = threading.Lock()
 
@@ -38,7 +37,7 @@ def _connect(src: SourceDb) -> pymysql.connections.Connection:
                                database=src.database, charset="utf8mb4", autocommit=True, binary_prefix=True,
                                connect_timeout=src.connect_timeout, init_command="SET time_zone='+00:00'")
     except pymysql.MySQLError as e:
-        raise _error(e, f"connecting to the source {src.label} to re-query") from None
+        raise source_error(e, f"connecting to the source {src.label} to re-query") from None
 
 
 @contextmanager
@@ -74,15 +73,6 @@ def close_all() -> None:
             c.close()
         except Exception:  # noqa: BLE001
             pass
-
-
-def _error(e: pymysql.MySQLError, what: str) -> Exception:
-    code = e.args[0] if e.args and isinstance(e.args[0], int) else 0
-    text = e.args[-1] if e.args else str(e)
-    if code in _TRANSIENT_CODES or isinstance(e, pymysql.err.InterfaceError):
-        return TransientError(f"{what}: MySQL error {code}: {text}", hint="retried with backoff")
-    return SourceError(f"{what}: MySQL error {code}: {text}",
-                       hint="check the mapping SQL against the source tables (and srcDataSources)")
 
 
 def q(name: str) -> str:
@@ -139,7 +129,7 @@ def requery(src: SourceDb, database: str | None, sql: str, columns: Sequence[tup
                         for row in rows:
                             yield names, codes, row
         except pymysql.MySQLError as e:
-            raise _error(e, what) from None
+            raise source_error(e, what) from None
 
 
 def cast_type(mysql_type: str | None) -> str | None:
@@ -197,5 +187,5 @@ def evaluate(src: SourceDb, alias: str, exprs: Sequence[str], images: Sequence[d
                     codes = [d[1] for d in cur.description][1:]
                     out.extend((codes, tuple(r[1:])) for r in cur.fetchall())
         except pymysql.MySQLError as e:
-            raise _error(e, what) from None
+            raise source_error(e, what) from None
     return out

@@ -24,7 +24,7 @@ from typing import Any
 
 from adapters.base import ApplyStats, Change
 from adapters.hbase.values import ValueError_, encoder, is_binary
-from pipeline.errors import ConfigError, TargetError
+from pipeline.errors import ConfigError, RowError, TargetError
 from pipeline.mapping.hbase import HbaseColumn, HbaseMapping
 
 
@@ -102,8 +102,8 @@ class MappingPlan:
         assert item is not None
         v = data.get(item.source)
         if v is None:
-            raise TargetError(f"{self._where(change)}: row key column '{item.source}' is NULL; HBase rows need a key",
-                              hint="map a NOT NULL column as ROWKEY (or use a composite rowKey)")
+            raise RowError(f"{self._where(change)}: row key column '{item.source}' is NULL; HBase rows need a key",
+                           hint="map a NOT NULL column as ROWKEY (or use a composite rowKey)")
         if item.rowkey_len:
             try:
                 return ("%0*d" % (item.rowkey_len, int(v))).encode("ascii")
@@ -136,11 +136,11 @@ class MappingPlan:
         self._cols[(source, mysql_type)] = out
         return out
 
-    def _bad_value(self, change: Change, source: str, value: str, e: Exception) -> TargetError:
+    def _bad_value(self, change: Change, source: str, value: str, e: Exception) -> RowError:
         mt = change.mysql_type.get(source)
-        return TargetError(f"{self._where(change)}: column '{source}' ({mt}) value {value[:60]!r} cannot be "
-                           f"written in {self.mode} mode: {e}",
-                           hint=f"fix the $TYPE of '{source}' in {self.file} (or drop it to infer from the MySQL type)")
+        return RowError(f"{self._where(change)}: column '{source}' ({mt}) value {value[:60]!r} cannot be "
+                        f"written in {self.mode} mode: {e}",
+                        hint=f"fix the $TYPE of '{source}' in {self.file} (or drop it to infer from the MySQL type)")
 
     def cells(self, change: Change, names=None) -> dict[bytes, bytes | None]:
         """``(family:qualifier, bytes or None)`` for the named columns, or for every column of

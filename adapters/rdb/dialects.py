@@ -28,6 +28,11 @@ MYSQL_TRANSIENT = frozenset({
     0,  # pymysql InterfaceError(0, ''): the connection was already closed
 })
 MYSQL_AUTH = frozenset({1044, 1045, 1049, 1698})  # access denied, unknown database
+#: errors one row's data causes (a mapping's dead-letter store may take the row): NULL in a NOT
+#: NULL column, out of range, truncated/incorrect value, data too long, invalid JSON, foreign key,
+#: CHECK constraint, and a duplicate on a secondary unique key (1062/1586 after the skip probe)
+MYSQL_ROW = frozenset({1048, 1062, 1263, 1264, 1265, 1292, 1366, 1367, 1406, 1411, 1416, 1451, 1452, 1586,
+                       1690, 3140, 3819, 4025})
 #: DDL replay: error codes meaning "this statement was applied before" per DdlChange kind.
 MYSQL_DDL_APPLIED: dict[str, frozenset[int]] = {
     "CREATE": frozenset({1050}),  # ER_TABLE_EXISTS_ERROR
@@ -46,9 +51,11 @@ MYSQL_RELAXED_MODE = "NO_ENGINE_SUBSTITUTION,NO_AUTO_VALUE_ON_ZERO,ALLOW_INVALID
 PG_UNIQUE = frozenset({"23505"})
 PG_TRANSIENT = frozenset({"40001", "40P01", "55P03", "57014", "57P01", "57P02", "57P03", "53300", "58000"})
 PG_AUTH = frozenset({"28000", "28P01", "3D000"})
+PG_ROW_CLASSES = ("22", "23")  # data exception, integrity constraint violation
 
 SQLITE_UNIQUE = frozenset({1555, 2067})  # SQLITE_CONSTRAINT_PRIMARYKEY, SQLITE_CONSTRAINT_UNIQUE
 SQLITE_TRANSIENT_PRIMARY = frozenset({5, 6})  # SQLITE_BUSY, SQLITE_LOCKED (and their extended codes)
+SQLITE_ROW_PRIMARY = frozenset({18, 19, 20})  # SQLITE_TOOBIG, SQLITE_CONSTRAINT, SQLITE_MISMATCH
 
 
 @dataclass(frozen=True)
@@ -87,6 +94,17 @@ class Dialect:
                 return type(orig).__name__ in ("OperationalError", "InterfaceError")
             return code in PG_TRANSIENT or code.startswith("08")
         return code is not None and code & 0xFF in SQLITE_TRANSIENT_PRIMARY
+
+    def is_row_error(self, orig: BaseException | None) -> bool:
+        """The error was caused by one row's data (see MYSQL_ROW, PG_ROW_CLASSES, SQLITE_ROW_PRIMARY)."""
+        code = self.error_code(orig)
+        if code is None:
+            return False
+        if self.family == "mysql":
+            return code in MYSQL_ROW
+        if self.family == "postgresql":
+            return str(code)[:2] in PG_ROW_CLASSES
+        return code & 0xFF in SQLITE_ROW_PRIMARY
 
     def is_auth_failure(self, orig: BaseException | None) -> bool:
         code = self.error_code(orig)

@@ -1,4 +1,7 @@
-"""The one place where driver exceptions become TransientError / TargetError.
+"""The one place where driver exceptions become TransientError / RowError / TargetError.
+
+RowError (terminal, caused by one row's data: too long, out of range, a constraint) is the only
+kind a mapping's dead-letter store may take; the codes are in dialects.py.
 
 Messages name the target (URL without password), the target table, the row's key when
 there is one, and the database's own error (code and text). Passwords never appear: the
@@ -13,7 +16,7 @@ from sqlalchemy import exc as sa_exc
 
 from adapters.rdb.config import RdbTarget
 from adapters.rdb.dialects import Dialect, dialect_of
-from pipeline.errors import SluiceError, TargetError, TransientError
+from pipeline.errors import RowError, SluiceError, TargetError, TransientError
 
 
 def driver_error(exc: BaseException) -> BaseException | None:
@@ -66,7 +69,16 @@ def classify(exc: BaseException, target: RdbTarget, *, table: str, action: str, 
     message = _scrub(f"{action} {table}{where} on {target.label}: {db_text(exc, dialect)}", target)
     if is_transient(exc, dialect):
         return TransientError(message, hint=hint or "retried by the job; check the target if it persists")
+    if dialect.is_row_error(driver_error(exc)):
+        return RowError(message, hint=hint)
     return TargetError(message, hint=hint)
+
+
+def row_error(message: str, *, table: str, key: str, hint: str | None = None) -> RowError:
+    """A row the writer itself cannot write (a value that does not convert), naming table and key."""
+    err = RowError(message, hint=hint)
+    err.table, err.key = table, key  # type: ignore[attr-defined]
+    return err
 
 
 def connect_error(exc: BaseException, target: RdbTarget, *, preflight: bool = False) -> SluiceError:

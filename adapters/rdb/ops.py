@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.exc import DBAPIError
 
 from adapters.base import Change
-from adapters.rdb.errors import classify, format_key
+from adapters.rdb.errors import classify, format_key, row_error
 from adapters.rdb.plan import Plan
 from adapters.rdb.statements import is_lob
 from pipeline.errors import TargetError
@@ -316,10 +316,8 @@ def relaxed_row(w: RdbWriter, plan: Plan, change: Change, row: tuple, empties: i
         raise fail(w, e, plan, "update" if change.kind == "UPDATE" else "insert into", key) from None
     unexpected = [tuple(x) for x in warnings if x[1] != 1265]  # WARN_DATA_TRUNCATED: the ENUM '' itself
     if unexpected or len(warnings) > empties:
-        err = TargetError(f"{plan.source} key {format_key(key)}: writing ENUM '' to {info.label} (non-strict) "
-                          f"gave other warnings: {unexpected or warnings}")
-        err.table, err.key = plan.source, format_key(key)
-        raise err
+        raise row_error(f"{plan.source} key {format_key(key)}: writing ENUM '' to {info.label} (non-strict) "
+                        f"gave other warnings: {unexpected or warnings}", table=plan.source, key=format_key(key))
     if what == "updated":
         w.count_update(plan, 1, n)
     else:

@@ -23,7 +23,7 @@ from adapters.rdb.config import RdbTable, RdbTarget
 from adapters.rdb.ddl import applied_after
 from adapters.rdb.dialects import dialect_of
 from adapters.rdb.engine import engine_for
-from adapters.rdb.errors import classify, connect_error, format_key, is_transient
+from adapters.rdb.errors import classify, connect_error, format_key, is_transient, row_error
 from adapters.rdb.plan import Plan, build_plan
 from adapters.rdb.schema import TableInfo, reset_caches, table_info
 from adapters.rdb.statements import Sql
@@ -216,11 +216,10 @@ class RdbWriter(Writer):
                         if f is not None:
                             f(c.data[s])
                     except (ValueError, TypeError, OverflowError, UnicodeError) as e:
-                        err = TargetError(f"{plan.source} key {format_key(plan.key_of(c))}: value {c.data[s]!r} of "
-                                          f"column {s} cannot be written to {plan.info.label}: {e}",
-                                          hint="see docs/rdb.md for the value mapping per target type")
-                        err.table, err.key = plan.source, format_key(plan.key_of(c))
-                        raise err from None
+                        raise row_error(f"{plan.source} key {format_key(plan.key_of(c))}: value {c.data[s]!r} "
+                                        f"of column {s} cannot be written to {plan.info.label}: {e}",
+                                        table=plan.source, key=format_key(plan.key_of(c)),
+                                        hint="see docs/rdb.md for the value mapping per target type") from None
             raise
 
     def each_segment(self, plan: Plan, run: list[Change], rows: list[tuple], apply_rows) -> None:

@@ -3,6 +3,7 @@
 from pipeline.commands import (  # noqa: F401  (importing registers the commands)
     bootstrap_cmd,
     capture_cmd,
+    deadletter_cmd,
     etl_cmd,
     report_cmd,
     run_cmd,

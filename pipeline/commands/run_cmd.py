@@ -70,6 +70,9 @@ def _text(rec: dict) -> str:
                          f"{s['seconds']} s ({s['rows_per_s']} rows/s), cursor {s['cursor']}; inserted "
                          f"{total['inserted']}, updated {total['updated']}, deleted {total['deleted']}, "
                          f"skipped duplicates {total['skipped']}")
+            dead = sum(sum(t.values()) for t in (s.get("deadLettered") or {}).values())
+            if dead:
+                lines[-1] += f", dead-lettered {dead} (sluice deadletter list)"
     lag = (rec.get("lag") or {}).get("capture") or {}
     if lag:
         lines.append(f"  lag: capture {lag.get('lag_s')} s behind the source ({lag.get('behind_bytes')} bytes); "

@@ -50,6 +50,9 @@ def sync(
                    f"{out['seconds']} s ({out['rows_per_s']} rows/s); cursor {out['cursor']}; "
                    f"inserted {sum(out['inserted'].values())}, updated {sum(out['updated'].values())}, "
                    f"deleted {sum(out['deleted'].values())}, skipped duplicates {sum(out['skipped'].values())}")
+        for mapping, tables in sorted(out["deadLettered"].items()):
+            for table, n in sorted(tables.items()):
+                typer.echo(f"dead-lettered {n} rows of {table} ({mapping}); see `sluice deadletter list`")
 
 
 @app.command("package")

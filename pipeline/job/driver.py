@@ -28,6 +28,7 @@ from pipeline.job.schema import DML_SCHEMA, RESULT_SCHEMA
 from pipeline.logs import get_logger
 from pipeline.ops.accumulators import merge, new_counter
 from pipeline.store import BatchStore
+from pipeline.store.deadletter import DeadLetterStore
 
 log = get_logger("sync")
 
@@ -51,12 +52,21 @@ class SyncSummary:
     stats: ApplyStats = field(default_factory=ApplyStats)
     #: executor-side totals from Spark accumulators (pipeline/ops/accumulators.py)
     executor: dict = field(default_factory=dict)
+    #: rows sent to the dead-letter store, ``{mapping file: {db.table: n}}`` (docs/deadletter.md)
+    dead_lettered: dict = field(default_factory=dict)
 
     def as_dict(self) -> dict:
         rate = self.rows / self.seconds if self.seconds else 0.0
         return {"group": self.group, "batches": self.batches, "rows": self.rows, "ddl": self.ddl,
                 "seconds": round(self.seconds, 3), "rows_per_s": round(rate, 1), "cursor": self.acked_to,
-                **self.stats.as_dict(), "executor": dict(self.executor)}
+                **self.stats.as_dict(), "executor": dict(self.executor),
+                "deadLettered": {m: dict(t) for m, t in self.dead_lettered.items()}}
+
+    def add_dead_lettered(self, counts: dict[str, dict[str, int]]) -> None:
+        for m, tables in counts.items():
+            mine = self.dead_lettered.setdefault(m, {})
+            for t, n in tables.items():
+                mine[t] = mine.get(t, 0) + n
 
 
 def run_sync(cfg: Config, group_id: str, spark: SparkSession, *, max_batches: int = 50,
@@ -71,6 +81,8 @@ def run_sync(cfg: Config, group_id: str, spark: SparkSession, *, max_batches: in
     with store.apply_lock(group_id):
         summary.acked_to = store.cursor(group_id)
         epoch = 0
+        dead = _dead_letter_store(store, plan)
+        blocked = dead.blocked() if dead is not None else frozenset()
         while True:
             batches = store.get(group_id, max_batches)
             if not batches:
@@ -84,19 +96,33 @@ def run_sync(cfg: Config, group_id: str, spark: SparkSession, *, max_batches: in
             cuts = segments(barriers)
             if len(cuts) > 1:
                 dml = dml.persist()  # read once, cut several times
+            round_dir = dead.new_round(ids[0], ids[-1]) if dead is not None else None
             try:
-                for seg in cuts:
+                for si, seg in enumerate(cuts):
                     if _dml_lines(seg, batches) > _count_in(seg, ddl_positions):
+                        dl = {} if round_dir is None else {"dead_letter_dir": str(round_dir), "segment": si,
+                                                           "blocked": blocked}
                         ctx = JobContext(plan.mappings, plan.mapping_target, plan.targets, epoch,
-                                         **_test_hooks())
+                                         **_test_hooks(), **dl)
                         _run_segment(spark, dml, seg, plan, ctx, nparts, summary)
+                        if round_dir is not None:  # later segments wait behind these keys too
+                            blocked = blocked | {(e["mapping"], e["table"], e["key"])
+                                                 for e in dead.round_entries(round_dir)}
                     if seg.ddl is not None:
                         _apply_ddl(plan, seg.ddl)
                         summary.ddl += 1
                         epoch += 1
                         reset_caches(epoch)
+                if round_dir is not None:  # durable before the ack; a crash before it: rerun
+                    counts = dead.commit_round(round_dir)
+                    summary.add_dead_lettered(counts)
+                    for m, tables in counts.items():
+                        for t, n in tables.items():
+                            log.warning("dead-lettered", group=group_id, mapping=m, table=t, rows=n)
             except BaseException:
                 store.rollback(group_id)
+                if round_dir is not None:
+                    dead.discard_uncommitted()
                 raise
             finally:
                 dml.unpersist()
@@ -107,6 +133,19 @@ def run_sync(cfg: Config, group_id: str, spark: SparkSession, *, max_batches: in
             log.info("acked", group=group_id, cursor=ids[-1])
     summary.seconds = time.monotonic() - t0
     return summary
+
+
+def _dead_letter_store(store: BatchStore, plan: GroupPlan) -> DeadLetterStore | None:
+    """The group's dead-letter store when a mapping has ``deadLetter`` on (rounds of syncs that
+    did not ack are deleted first); warns about live entries of mappings that turned it off."""
+    dead = DeadLetterStore(store.root, plan.group_id)
+    dead.discard_uncommitted()
+    on = {m.file for m in plan.mappings if m.deadLetter}
+    for m, tables in dead.summary()["live"].items():
+        if m not in on:
+            log.warning("dead-letter entries of a mapping without deadLetter: later changes of their keys are "
+                        "applied without waiting; replay or clear them first", mapping=m, rows=sum(tables.values()))
+    return dead if on else None
 
 
 def _test_hooks() -> dict:

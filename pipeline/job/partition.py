@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from adapters.base import ApplyStats, Change
-from pipeline.errors import SluiceError, TransientError
+from pipeline.errors import SluiceError, TargetError, TransientError, is_row_error
+from pipeline.job.deadletter import DeadLetters
 
 RESULT_FIELDS = [("partition", pa.int32()), ("ok", pa.bool_()), ("rows", pa.int64()), ("stats", pa.string()),
                  ("error", pa.string()), ("error_table", pa.string()), ("error_key", pa.string()),
@@ -38,9 +39,15 @@ class JobContext:
     retries: int = 5
     backoff_max: float = 20.0
     #: fault-injection hook for the crash tests (SLUICE_TEST_PAUSE_AFTER_ROWS / _MARKER): after
-    #: committing that many rows a partition writes the marker file and sleeps, once per marker
+    #: committing that many rows a partition writes the marker file and sleeps (120 s, or until
+    #: ``<marker>.go`` exists), once per marker
     pause_after_rows: int | None = field(default=None)
     pause_marker: str | None = field(default=None)
+    #: dead-letter store (docs/deadletter.md): this round's folder, the segment number (part of
+    #: the file names), and the (mapping, table, key) of live entries that later changes wait behind
+    dead_letter_dir: str | None = field(default=None)
+    segment: int = 0
+    blocked: frozenset = field(default=frozenset())
 
 
 class _PartitionRun:
@@ -53,6 +60,8 @@ class _PartitionRun:
         self._make_writer = make_writer
         self.stats = ApplyStats()
         self.rows = 0
+        on = any(getattr(m, "deadLetter", False) for m in ctx.mappings)
+        self.dead = DeadLetters(ctx.blocked) if on else None
 
     def writer(self, midx: int):
         tid = self.ctx.mapping_target[midx]
@@ -65,23 +74,66 @@ class _PartitionRun:
         return w
 
     def flush(self, midx: int, chunk: list[Change]) -> None:
-        """Apply one chunk in one transaction, retrying transient failures with backoff."""
+        """Apply one chunk in one transaction, retrying transient failures with backoff.
+
+        With the mapping's ``deadLetter`` on, a chunk that fails with a row's data (RowError) is
+        rolled back and applied again in halves, in order, so the good rows commit and each bad
+        row is isolated and dead-lettered; changes of keys already dead-lettered are not tried
+        (per-key order, docs/deadletter.md). Any other error fails the partition as before."""
+        mapping = self.ctx.mappings[midx]
+        dead = self.dead if getattr(mapping, "deadLetter", False) else None
+        if dead is None:
+            self._apply(midx, chunk)
+            return
+        mark = len(dead.entries)
+        self._isolate(midx, dead.filter(mapping, chunk), dead)
+        for e in dead.entries[mark:]:
+            self.stats.dead_lettered[e["table"]] += 1
+
+    def _isolate(self, midx: int, chunk: list[Change], dead: DeadLetters) -> None:
+        if not chunk:
+            return
+        try:
+            self._apply(midx, chunk)
+            return
+        except TargetError as e:
+            if not is_row_error(e):
+                raise
+            if len(chunk) == 1:
+                dead.add(self.ctx.mappings[midx], chunk[0], e)
+                return
+        mid = len(chunk) // 2
+        self._isolate(midx, chunk[:mid], dead)
+        self._isolate(midx, dead.filter(self.ctx.mappings[midx], chunk[mid:]), dead)
+
+    def _apply(self, midx: int, chunk: list[Change]) -> None:
+        """One transaction for ``chunk``; transient failures retried with backoff. On failure the
+        writer's counts go back to what was committed."""
         mapping = self.ctx.mappings[midx]
         delay = 0.5
         for attempt in range(1, self.ctx.retries + 1):
+            w = before = None
             try:
                 w = self.writer(midx)  # opening may fail transiently too (target restarting)
+                before = ApplyStats().add(w.stats)
                 w.apply(mapping, chunk)
                 w.commit()
                 self.rows += len(chunk)
                 self._maybe_pause()
                 return
             except TransientError:
+                if before is not None:
+                    w.stats = before
                 self._discard(midx)
                 if attempt == self.ctx.retries:
                     raise
                 time.sleep(delay)
                 delay = min(delay * 2, self.ctx.backoff_max)
+            except TargetError as e:
+                if before is not None and is_row_error(e):
+                    w.stats = before
+                    w.rollback()  # the chunk is tried again in parts (dead-letter isolation)
+                raise
 
     def _maybe_pause(self) -> None:
         ctx = self.ctx
@@ -93,12 +145,16 @@ class _PartitionRun:
             return  # paused once already (e.g. before the executor was killed)
         os.write(fd, f"{os.getpid()}\n".encode())
         os.close(fd)
-        time.sleep(120)
+        resume = ctx.pause_marker + ".go"  # a test creates it to let the partition go on early
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not os.path.exists(resume):
+            time.sleep(0.2)
 
     def _discard(self, midx: int) -> None:
         tid = self.ctx.mapping_target[midx]
         w = self.writers.pop(tid, None)
         if w is not None:
+            self.stats.add(w.stats)  # what it committed before (flush resets a failed chunk's counts)
             for step in (w.rollback, w.close):
                 try:
                     step()
@@ -111,9 +167,23 @@ class _PartitionRun:
             self._discard(midx)
 
     def close(self) -> None:
+        """Release the writers; then write the dead-lettered rows durably (before success)."""
         for w in self.writers.values():
             self.stats.add(w.stats)
             w.close()
+        self.writers = {}
+        if self.dead is not None:
+            self.dead.publish(self.ctx.dead_letter_dir, self._part_name())
+
+    def _part_name(self) -> str:
+        try:
+            from pyspark import TaskContext
+
+            tc = TaskContext.get()
+        except ImportError:  # pragma: no cover - pyspark is a dependency
+            tc = None
+        attempt = f"{tc.attemptNumber()}.{tc.taskAttemptId()}" if tc else "0.0"  # unique per task attempt
+        return f"s{self.ctx.segment:03d}-p{self.pid:05d}-a{attempt}.jsonl"
 
 
 def _maps(column: pa.Array) -> list[dict | None]:

@@ -25,6 +25,9 @@ class Mapping(Frozen):
     groupId: OptionalName = None
     outerAdapterKey: OptionalName = None
     concurrent: Flag = True
+    #: Sluice extension: rows a target rejects terminally for their own data go to the
+    #: dead-letter store instead of failing the run (docs/deadletter.md)
+    deadLetter: Flag = False
     dbMapping: DbMapping | None = None
     esMapping: EsMapping | None = None
     hbaseMapping: HbaseMapping | None = None

@@ -1,0 +1,158 @@
+"""``sluice deadletter replay``: apply dead-lettered rows again, in order, through the same writers.
+
+Plain Python on one machine (no Spark): each entry is one transaction. An entry that applies is
+recorded as resolved; one that fails with a row error again keeps its new error, and every later
+entry of the same key is kept without being tried (per-key order, docs/deadletter.md). Any other
+error (target down after retries, auth, a missing table) stops the replay; what was done so far
+is recorded first. Runs under the group's apply lock, so no sync of the group runs meanwhile.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from adapters.base import Change
+from adapters.registry import make_writer
+from pipeline.config import Config
+from pipeline.errors import TransientError, is_row_error
+from pipeline.job.deadletter import change_of
+from pipeline.job.group import GroupPlan, load_group
+from pipeline.logs import get_logger
+from pipeline.store import BatchStore
+from pipeline.store.deadletter import DeadLetterStore
+
+log = get_logger("deadletter")
+WAITING = "not tried: an earlier change of this key still fails"
+
+
+@dataclass
+class ReplayResult:
+    """What one replay did: entries applied, entries still failing (with their new error)."""
+
+    applied: int = 0
+    failed: list[dict] = field(default_factory=list)
+    left: int = 0  # live entries after the replay (all mappings of the group)
+
+
+def dead_letter_store(cfg: Config, group: str) -> tuple[BatchStore, DeadLetterStore]:
+    cfg.group(group)  # an unknown group is a config error
+    store = BatchStore(cfg.store_dir(), create=False)
+    return store, DeadLetterStore(store.root, group)
+
+
+def same_mapping(stored: str, wanted: str, base: Path) -> bool:
+    """Whether the entry's mapping file is the one named on the command line."""
+    if stored == wanted:
+        return True
+    return os.path.realpath(base / stored) == os.path.realpath(base / wanted)
+
+
+def list_entries(cfg: Config, group: str, mapping: str | None = None) -> list[dict]:
+    """The group's live dead-letter entries (one per change, source order)."""
+    _, dead = dead_letter_store(cfg, group)
+    entries = dead.entries()
+    if mapping:
+        base = _base(cfg)
+        entries = [e for e in entries if same_mapping(e["mapping"], mapping, base)]
+    return entries
+
+
+def replay(cfg: Config, group: str, mapping: str | None = None, *, retries: int = 5) -> ReplayResult:
+    """Apply the live entries again (optionally of one mapping file); see the module docstring."""
+    store, dead = dead_letter_store(cfg, group)
+    plan = load_group(cfg, group)
+    midx_of = {m.file: i for i, m in enumerate(plan.mappings)}
+    base = _base(cfg)
+    result = ReplayResult()
+    with store.apply_lock(group):
+        dead.discard_uncommitted()
+        entries = [e for e in dead.entries() if not mapping or same_mapping(e["mapping"], mapping, base)]
+        applier = _Applier(plan, retries)
+        resolved: list[str] = []
+        errors: dict[str, str] = {}
+        waiting: set[tuple[str, str, str]] = set()
+        try:
+            for e in entries:
+                k = (e["mapping"], e["table"], e["key"])
+                midx = midx_of.get(e["mapping"])
+                if midx is None:
+                    msg = f"mapping {e['mapping']} is not in group {group}"
+                elif k in waiting:
+                    msg = WAITING
+                else:
+                    try:
+                        applier.apply(midx, change_of(e))
+                        resolved += e["ids"]
+                        result.applied += 1
+                        continue
+                    except Exception as err:  # noqa: BLE001 - row errors are kept, the rest stops
+                        if not is_row_error(err):
+                            raise
+                        msg = str(err)
+                waiting.add(k)
+                errors.update({i: msg for i in e["ids"]})
+                result.failed.append({**e, "error": msg})
+        finally:
+            applier.close()
+            dead.record_replay(resolved, errors)
+            dead.compact()
+        result.left = len(dead.entries())
+    log.info("replayed", group=group, applied=result.applied, failed=len(result.failed), left=result.left)
+    return result
+
+
+def _base(cfg: Config) -> Path:
+    return Path(cfg.file).resolve().parent if cfg.file not in ("", "<config>") else Path.cwd()
+
+
+class _Applier:
+    """One open writer per target; one transaction per change, transient errors retried."""
+
+    def __init__(self, plan: GroupPlan, retries: int):
+        self.plan, self.retries = plan, retries
+        self.writers: dict[str, object] = {}
+
+    def _writer(self, tid: str):
+        w = self.writers.get(tid)
+        if w is None:
+            kind, target = self.plan.targets[tid]
+            used = tuple(m for i, m in enumerate(self.plan.mappings) if self.plan.mapping_target[i] == tid)
+            w = self.writers[tid] = make_writer(kind, target, used)
+            w.open()
+        return w
+
+    def apply(self, midx: int, change: Change) -> None:
+        tid = self.plan.mapping_target[midx]
+        delay = 0.5
+        for attempt in range(1, self.retries + 1):
+            w = None
+            try:
+                w = self._writer(tid)
+                w.apply(self.plan.mappings[midx], [change])
+                w.commit()
+                return
+            except TransientError:
+                self._drop(tid)
+                if attempt == self.retries:
+                    raise
+                time.sleep(delay)
+                delay = min(delay * 2, 20.0)
+            except BaseException:
+                if w is not None:
+                    w.rollback()
+                raise
+
+    def _drop(self, tid: str) -> None:
+        w = self.writers.pop(tid, None)
+        for step in (w.rollback, w.close) if w is not None else ():
+            try:
+                step()
+            except Exception:  # noqa: BLE001 - the connection is already broken
+                pass
+
+    def close(self) -> None:
+        for tid in list(self.writers):
+            self._drop(tid)
