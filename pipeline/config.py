@@ -15,9 +15,10 @@ import os
 import re
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from pipeline.errors import ConfigError
 from pipeline.secrets import Secret, resolve_password
@@ -30,6 +31,8 @@ ENV_OVERRIDES = {
     "SLUICE_STORE_PATH": ("store", "path"),
     "SLUICE_SPARK_MASTER": ("spark", "master"),
 }
+#: pymysql ``ssl`` keys accepted in ``source.ssl`` (a key password is not supported: use an unencrypted key file)
+SSL_KEYS = ("ca", "capath", "cert", "key", "cipher", "check_hostname", "verify_mode")
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
@@ -48,7 +51,11 @@ class TableFilter(_Frozen):
     def _split(cls, v: Any) -> Any:
         if isinstance(v, str):
             v = [p.strip() for p in v.split(",") if p.strip()]
+        if v is not None and not isinstance(v, (list, tuple)):
+            raise ValueError("must be a regex, a comma-separated string of regexes, or a list of them")
         for pattern in v or ():
+            if not isinstance(pattern, str):
+                raise ValueError(f"{pattern!r} is not a regex (a string)")
             try:
                 re.compile(pattern)
             except re.error as e:
@@ -78,7 +85,20 @@ class SourceConfig(_Frozen):
     resumeBy: Literal["auto", "gtid", "file"] = "auto"
     heartbeatSeconds: float = Field(5.0, gt=0)
     connectTimeout: float = Field(10.0, gt=0)
-    ssl: dict[str, str] | None = None
+    ssl: dict[str, str | bool] | None = None  # pymysql's ssl dict (SSL_KEYS; docs/security.md)
+
+    @field_validator("ssl")
+    @classmethod
+    def _ssl(cls, v: dict[str, str | bool] | None) -> dict[str, str | bool] | None:
+        for k, value in (v or {}).items():
+            if k not in SSL_KEYS:
+                raise ValueError(f"unknown ssl key {k!r} (known: {', '.join(SSL_KEYS)})")
+            if k == "check_hostname" and not isinstance(value, bool):
+                flag = str(value).strip().lower()
+                if flag not in ("true", "false", "yes", "no", "1", "0"):
+                    raise ValueError(f"ssl.check_hostname must be true or false, got {value!r}")
+                v = {**v, k: flag in ("true", "yes", "1")}  # pymysql would take the string "false" as true
+        return v
 
 
 class BatchLimits(_Frozen):
@@ -103,6 +123,15 @@ class DataSource(_Frozen):
     url: str
     username: str | None = None
     password: Secret = Secret("")
+
+    @field_validator("url")
+    @classmethod
+    def _parsable(cls, v: str) -> str:
+        try:
+            _ = urlsplit("//" + v.strip().removeprefix("jdbc:").partition("://")[2]).port
+        except ValueError as e:  # a bad port or an unclosed IPv6 bracket: refused here, named by key
+            raise ValueError(f"is not a valid URL: {e}") from None
+        return v
 
 
 class OuterAdapter(_Frozen):
@@ -153,14 +182,15 @@ class Config(_Frozen):
     #: the file this was read from (for error messages and relative paths)
     file: str = Field("<config>", exclude=True)
 
-    @model_validator(mode="after")
-    def _unique_groups(self) -> Config:
+    @field_validator("groups")
+    @classmethod
+    def _unique_groups(cls, groups: tuple[GroupConfig, ...]) -> tuple[GroupConfig, ...]:
         seen = set()
-        for g in self.groups:
+        for g in groups:
             if g.groupId in seen:
                 raise ValueError(f"groupId {g.groupId!r} appears twice")
             seen.add(g.groupId)
-        return self
+        return groups
 
     def store_dir(self) -> Path:
         """The batch store folder of this source (relative paths: to the config file)."""
@@ -206,7 +236,9 @@ def _interpolate(value: Any, file: str, key: str) -> Any:
 def _apply_passwords(raw: dict, file: str) -> None:
     """Turn password/passwordFile/passwordEnv into one ``password`` Secret per section."""
     sections = [("source", raw.get("source"))]
-    sections += [(f"srcDataSources.{k}", v) for k, v in (raw.get("srcDataSources") or {}).items()]
+    sources = raw.get("srcDataSources")
+    if isinstance(sources, dict):  # anything else is refused by validation, naming the key
+        sections += [(f"srcDataSources.{k}", v) for k, v in sources.items()]
     for where, sec in sections:
         if isinstance(sec, dict):
             sec["password"] = resolve_password(sec, file, where)
@@ -239,7 +271,7 @@ def parse_config(raw: Any, file: str = "<config>", env: dict[str, str] | None = 
     except ValidationError as e:
         err = e.errors()[0]
         more = f" (and {len(e.errors()) - 1} more problem(s))" if len(e.errors()) > 1 else ""
-        msg = err["msg"]
+        msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             msg = "unknown key (check the spelling; see docs/config.md)"
         raise ConfigError(file, _error_key(err["loc"]) or None, msg + more) from None
@@ -260,4 +292,9 @@ def load_config(path: str | os.PathLike) -> Config:
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
         raise ConfigError(file, None, f"{where}not valid YAML ({getattr(e, 'problem', e)})") from None
-    return parse_config(raw, file)
+    except RecursionError:
+        raise ConfigError(file, None, "not a usable YAML document: it is nested too deeply") from None
+    try:
+        return parse_config(raw, file)
+    except RecursionError:
+        raise ConfigError(file, None, "a value is nested too deeply") from None

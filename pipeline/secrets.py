@@ -64,11 +64,16 @@ def resolve_password(section: dict, file: str, where: str) -> Secret:
     pw_file = section.pop("passwordFile", None)
     pw_env = section.pop("passwordEnv", None)
     if pw_file:
+        if not isinstance(pw_file, str):
+            raise ConfigError(file, f"{where}.passwordFile", "must be a file path (a string)")
         try:
             value = Path(pw_file).read_text(encoding="utf-8").rstrip("\r\n")
-        except OSError as e:
-            raise ConfigError(file, f"{where}.passwordFile", f"cannot read {pw_file}: {e.strerror}") from None
+        except (OSError, ValueError) as e:  # ValueError: NUL in the path, or not UTF-8
+            why = getattr(e, "strerror", None) or type(e).__name__
+            raise ConfigError(file, f"{where}.passwordFile", f"cannot read {pw_file!r}: {why}") from None
     elif pw_env:
+        if not isinstance(pw_env, str):
+            raise ConfigError(file, f"{where}.passwordEnv", "must be the name of an environment variable")
         if pw_env not in os.environ:
             raise ConfigError(file, f"{where}.passwordEnv", f"environment variable {pw_env} is not set")
         value = os.environ[pw_env]

@@ -8,7 +8,10 @@
       properties:
         mode: rest                     # the only mode (ES 8 has no transport client)
         security.auth: user:password   # basic auth (or security.authEnv: VAR holding user:password)
-        security.ca.path: /etc/es/ca.crt
+        security.ca.path: /etc/es/ca.crt   # TLS (https:// hosts): the CA that signed the server cert
+        security.verify: true          # false: do not verify the server certificate (testing only)
+        security.cert.path: /etc/es/client.crt   # client certificate (mutual TLS), PEM
+        security.key.path: /etc/es/client.key    # its private key (omit when inside the cert file)
         cluster.name: my-cluster       # when given, check() verifies it
 
 It also carries the source databases (:class:`SourceDb`) that join/computed mappings are
@@ -58,11 +61,11 @@ class SourceDb:
         if not sep or scheme.split("+")[0] not in ("mysql", "mariadb"):
             raise ConfigError(file, key, "must be a MySQL/MariaDB URL such as jdbc:mysql://host:3306/db "
                               f"(the ES adapter re-queries it), got {url!r}")
-        parts = urlsplit("//" + rest)
         try:
+            parts = urlsplit("//" + rest)
             port = parts.port or 3306
-        except ValueError:
-            raise ConfigError(file, key, "has an invalid port") from None
+        except ValueError as e:  # a bad port, or an unclosed IPv6 bracket
+            raise ConfigError(file, key, f"is not a valid URL: {e}") from None
         params = dict(parse_qsl(parts.query))
         user = username or params.get("user") or unquote(parts.username or "") or "root"
         pw = password if password else Secret(params.get("password") or unquote(parts.password or ""))
@@ -96,6 +99,9 @@ class EsTarget:
     sources: tuple[tuple[str, SourceDb], ...] = ()
     default_source: SourceDb | None = None
     key: str = ""
+    #: client certificate and key for mutual TLS (PEM files)
+    client_cert: str | None = None
+    client_key: str | None = None
 
     @property
     def label(self) -> str:
@@ -112,6 +118,11 @@ class EsTarget:
             kw["ca_certs"] = self.ca_path
         if not self.verify_certs:
             kw["verify_certs"] = False
+            kw["ssl_show_warn"] = False  # the operator chose this in the config; warn once there, not per request
+        if self.client_cert:
+            kw["client_cert"] = self.client_cert
+        if self.client_key:
+            kw["client_key"] = self.client_key
         return kw
 
     def source_for(self, mapping: Any) -> SourceDb:
@@ -140,7 +151,10 @@ def _hosts(text: Any, file: str, key: str) -> tuple[str, ...]:
         if not h:
             continue
         url = h if "://" in h else f"http://{h}"
-        parts = urlsplit(url)
+        try:
+            parts = urlsplit(url)
+        except ValueError as e:  # an unclosed IPv6 bracket
+            raise ConfigError(file, key, f"{h!r} is not an HTTP address: {e}") from None
         if parts.username or parts.password:
             raise ConfigError(file, key, "must not contain credentials; use properties.security.auth")
         try:
@@ -196,17 +210,39 @@ def target_from_adapter(adapter: Any, file: str, key: str, cfg: Any = None) -> E
                           "transport client", hint="use mode: rest and the HTTP port in hosts (e.g. :9200)")
     hosts = _hosts(getattr(adapter, "hosts", None) or props.get("hosts"), file, f"{key}.hosts")
     user, password = _auth(props, file, where)
-    verify = str(props.get("security.verify", "true")).lower() not in ("false", "0", "no")
+    verify, tls = _tls(props, hosts, file, where)
     try:
         timeout = float(props.get("requestTimeout", 60))
         bulk_bytes = int(props.get("bulkBytes", 8 << 20))
     except (TypeError, ValueError):
         raise ConfigError(file, where, "requestTimeout and bulkBytes must be numbers") from None
     sources, default = sources_of(cfg)
-    target = EsTarget(hosts, user, password, props.get("security.ca.path") or None, verify,
+    target = EsTarget(hosts, user, password, tls["security.ca.path"], verify,
                       props.get("cluster.name") or None, timeout, bulk_bytes, sources=sources,
-                      default_source=default, key=getattr(adapter, "key", None) or "")
+                      default_source=default, key=getattr(adapter, "key", None) or "",
+                      client_cert=tls["security.cert.path"], client_key=tls["security.key.path"])
     return target
+
+
+def _tls(props: dict, hosts: tuple[str, ...], file: str, where: str) -> tuple[bool, dict[str, str | None]]:
+    """``security.verify`` and the TLS file paths; TLS files need https:// hosts."""
+    raw_verify = props.get("security.verify", True)
+    text = str(raw_verify).strip().lower()
+    if text not in ("true", "false", "1", "0", "yes", "no"):
+        raise ConfigError(file, f"{where}.security.verify", f"must be true or false, got {raw_verify!r}")
+    files: dict[str, str | None] = {}
+    for k in ("security.ca.path", "security.cert.path", "security.key.path"):
+        v = props.get(k)
+        if v is not None and not isinstance(v, str):
+            raise ConfigError(file, f"{where}.{k}", "must be a file path")
+        files[k] = v or None
+    if files["security.key.path"] and not files["security.cert.path"]:
+        raise ConfigError(file, f"{where}.security.key.path", "is given without security.cert.path")
+    given = [k for k, v in files.items() if v]
+    if given and not all(h.startswith("https://") for h in hosts):
+        raise ConfigError(file, f"{where}.{given[0]}", "is a TLS setting, but the hosts are not all https://",
+                          hint="write the hosts as https://host:9200")
+    return text in ("true", "1", "yes"), files
 
 
 def with_sources(target: EsTarget, *sources: SourceDb, default: SourceDb | None = None) -> EsTarget:

@@ -99,7 +99,10 @@ class RdbTarget:
         if scheme not in ("mysql", "mariadb", "postgresql"):
             raise ConfigError(file, key, f"JDBC driver {scheme!r} is not supported by Sluice's rdb adapter "
                               "(mysql, mariadb, postgresql, sqlite)")
-        parts = urlsplit(rest if rest.startswith("//") else "//localhost/" + rest)
+        try:
+            parts = urlsplit(rest if rest.startswith("//") else "//localhost/" + rest)
+        except ValueError as e:  # an unclosed IPv6 bracket
+            raise ConfigError(file, key, f"is not a valid JDBC URL: {e}") from None
         if "," in parts.netloc:
             raise ConfigError(file, key, "multi-host JDBC URLs are not supported; give one host")
         try:
@@ -150,6 +153,9 @@ class RdbTarget:
             mode = str(mode or "verify-full")
             if mode not in TLS_MODES:
                 raise ConfigError(file, f"{where}.tls.mode", f"must be one of {', '.join(TLS_MODES)}, got {mode!r}")
+            for part in ("ca", "cert", "key"):
+                if props.get(f"tls.{part}") is not None and not isinstance(props[f"tls.{part}"], str):
+                    raise ConfigError(file, f"{where}.tls.{part}", "must be a file path")
             kw["tls"] = TlsOptions(mode, props.get("tls.ca"), props.get("tls.cert"), props.get("tls.key"))
         if props.get("url"):
             return cls.from_url(str(props["url"]), username=username, password=password or None,

@@ -169,7 +169,7 @@ class BatchStore:
                 return dict(raw["position"])
         except FileNotFoundError:
             pass
-        except (OSError, ValueError, KeyError, TypeError) as e:
+        except (OSError, ValueError, KeyError, TypeError, OverflowError, RecursionError) as e:
             raise StoreError(f"{self.root / POSITION_FILE}: unreadable start position: {e}",
                              hint="set it again with set_start_position(pos, force=True)") from None
         return self.meta(newest).end if newest else None

@@ -57,7 +57,7 @@ class CursorFiles:
             )
         except FileNotFoundError:
             return None
-        except (OSError, ValueError, KeyError, TypeError) as e:
+        except (OSError, ValueError, KeyError, TypeError, OverflowError, RecursionError) as e:
             raise StoreError(
                 f"{path}: the cursor of group {group!r} is unreadable: {e}",
                 hint="reset the group's cursor to the last batchId it has applied (set_cursor; "

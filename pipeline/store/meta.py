@@ -112,23 +112,28 @@ class BatchMeta:
                 raise ValueError(f"batchId {batch_id} does not match the file name (expected {expected})")
             if raw.get("file") != data_name(batch_id):
                 raise ValueError(f"file {raw.get('file')!r} is not {data_name(batch_id)!r}")
+            records = int(raw["records"])
+            ddl = tuple(int(x) for x in raw["ddl"]) if raw.get("ddl") is not None else None
+            if any(not 0 <= seq < records for seq in ddl or ()):
+                raise ValueError(f"ddl seqs {list(ddl or ())} are not all within the {records} records")
             return cls(
                 batch_id=batch_id,
                 file=str(raw["file"]),
                 sha256=str(raw["sha256"]),
                 size=int(raw["size"]),
-                records=int(raw["records"]),
+                records=records,
                 rows=int(raw["rows"]),
                 start=dict(raw["start"]),
                 end=dict(raw["end"]),
                 split=bool(raw["split"]),
                 created_at=str(raw["createdAt"]),
                 path=str(meta_path.with_name(str(raw["file"]))),
-                ddl=tuple(int(x) for x in raw["ddl"]) if raw.get("ddl") is not None else None,
+                ddl=ddl,
             )
         except FileNotFoundError:
             raise
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        # OverflowError: int(Infinity); RecursionError: JSON nested too deeply
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, OverflowError, RecursionError) as e:
             raise CorruptBatchError(
                 f"{meta_path}: batch metadata is unreadable: {e}",
                 hint="restore the file from a backup; if the batch cannot be restored, re-capture "

@@ -55,8 +55,8 @@ def decode_records(raw: bytes, batch_id: int) -> tuple[list[dict[str, Any]], str
     for n, line in enumerate(lines, start=1):
         try:
             rec = json.loads(line)
-        except (ValueError, UnicodeDecodeError) as e:
-            return records, f"bad JSON at line {n}: {e}"
+        except (ValueError, RecursionError) as e:  # UnicodeDecodeError is a ValueError
+            return records, f"bad JSON at line {n}: {str(e)[:200]}"
         if not isinstance(rec, dict):
             return records, f"line {n} is a JSON {type(rec).__name__}, not an object"
         if rec.get("batchId") != batch_id or rec.get("seq") != n - 1:

@@ -1,0 +1,241 @@
+"""Property: whatever a user writes in ``sluice.yml``, the loader answers a Config or ONE
+ConfigError that names the file (and the key, when one is at fault); never another exception."""
+
+from __future__ import annotations
+
+import copy
+import datetime
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pipeline.config import Config, load_config, parse_config
+from pipeline.errors import ConfigError
+
+pytestmark = pytest.mark.unit
+
+SECTIONS = ["source", "store", "srcDataSources", "groups", "spark", "metrics"]
+KEYS = [*SECTIONS, "name", "host", "port", "user", "password", "passwordFile", "passwordEnv", "serverId",
+        "flavor", "filter", "include", "exclude", "resumeBy", "heartbeatSeconds", "connectTimeout", "ssl",
+        "path", "batch", "maxRows", "maxBytes", "maxSeconds", "retain", "url", "username", "groupId",
+        "outerAdapters", "mappings", "key", "hosts", "properties", "master", "partitions", "conf",
+        "textfile", "json", "keepRuns"]
+TEXTS = ["${HOME}", "${NOPE_NOT_SET_42}", "${NOPE_NOT_SET_42:-x}", "${", "$${X}", "a,b", ".*\\..*", "(", "[",
+         "/dev/null", "/nonexistent/pw", "\x00", "local[*]", "rdb", "es8", "g1", "65536", "-1", "0"]
+scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(min_value=-10**20, max_value=10**20), st.floats(allow_nan=True),
+    st.text(max_size=12), st.sampled_from(KEYS + TEXTS), st.binary(max_size=4), st.dates(), st.datetimes())
+keys = st.one_of(st.sampled_from(KEYS), st.text(max_size=6), st.integers(), st.booleans(), st.none())
+documents = st.recursive(
+    scalars, lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(keys, inner, max_size=6)),
+    max_leaves=30)
+tops = st.one_of(documents, st.fixed_dictionaries({}, optional={k: documents for k in SECTIONS}))
+
+VALID: dict = {
+    "source": {"name": "shop", "host": "127.0.0.1", "port": 3306, "user": "repl", "password": "pw",
+               "filter": {"include": "shop\\..*", "exclude": ["shop\\.tmp_.*"]}, "ssl": {"ca": "/ca.pem"}},
+    "store": {"path": "store", "batch": {"maxRows": 100, "maxBytes": 4096, "maxSeconds": 1}, "retain": 2},
+    "srcDataSources": {"defaultDS": {"url": "jdbc:mysql://127.0.0.1:3306/shop", "username": "u",
+                                     "passwordEnv": "HOME"}},
+    "groups": [{"groupId": "g1", "mappings": ["m/*.yml"],
+                "outerAdapters": [{"name": "rdb", "key": "k", "properties": {"jdbc.url": "jdbc:mysql://h/d"}}]}],
+    "spark": {"master": "local[2]", "partitions": 2, "conf": {"spark.ui.enabled": "false"}},
+    "metrics": {"textfile": "m.prom", "json": "m.json", "keepRuns": 20},
+}
+#: every key path of VALID, e.g. ("source", "filter", "include") or ("groups", 0, "groupId")
+PATHS: list[tuple] = []
+
+
+def _walk(node, path: tuple) -> None:
+    if path:
+        PATHS.append(path)
+    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    for k, v in items:
+        _walk(v, (*path, k))
+
+
+_walk(VALID, ())
+
+
+def check(raw, file: str = "c.yml") -> Config | None:
+    """parse_config gives a Config or a ConfigError starting with the file name."""
+    try:
+        cfg = parse_config(raw, file, env={})
+    except ConfigError as e:
+        assert str(e).startswith(f"{file}: "), str(e)
+        assert e.file == file
+        return None
+    assert isinstance(cfg, Config) and cfg.file == file
+    return cfg
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tops)
+def test_random_documents_raise_only_config_errors(raw):
+    check(raw)
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(PATHS), st.one_of(documents, st.sampled_from(TEXTS)))
+def test_one_bad_value_in_a_valid_config_names_its_key(path, value):
+    raw = copy.deepcopy(VALID)
+    node = raw
+    for k in path[:-1]:
+        node = node[k]
+    node[path[-1]] = value
+    try:
+        parse_config(raw, "c.yml", env={})
+    except ConfigError as e:
+        assert str(e).startswith("c.yml: ")
+        top = path[0]
+        # the key at fault is named (a password problem names its section's password key)
+        assert e.key is not None and e.key.split(".")[0].split("[")[0] == top, (path, str(e))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from([p for p in PATHS if not isinstance(p[-1], int)]), st.text(min_size=1, max_size=8))
+def test_unknown_keys_are_refused_by_name(path, extra):
+    raw = copy.deepcopy(VALID)
+    node = raw
+    for k in path[:-1]:
+        node = node[k]
+    if not isinstance(node, dict) or path[-2:-1] in (("ssl",), ("conf",), ("properties",), ("srcDataSources",)):
+        return
+    if extra in node or path[-1] == "srcDataSources":
+        return
+    node[extra] = 1
+    with pytest.raises(ConfigError) as err:
+        parse_config(raw, "c.yml", env={})
+    assert str(err.value).startswith("c.yml: ") and err.value.key
+
+
+def test_valid_config_parses():
+    cfg = check(copy.deepcopy(VALID))
+    assert cfg is not None and cfg.source.password.reveal() == "pw" and cfg.source.filter.matches("shop", "a")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=200))
+def test_random_text_files_raise_only_config_errors(tmp_path_factory, text):
+    path = tmp_path_factory.mktemp("cfg") / "sluice.yml"
+    path.write_text(text, encoding="utf-8")
+    try:
+        load_config(path)
+    except ConfigError as e:
+        assert str(e).startswith(f"{path}: ")
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tops)
+def test_yaml_round_trip_of_random_documents(tmp_path_factory, raw):
+    try:
+        text = yaml.safe_dump(raw, allow_unicode=True)
+    except yaml.YAMLError:
+        return
+    path = tmp_path_factory.mktemp("cfg") / "sluice.yml"
+    path.write_text(text, encoding="utf-8")
+    try:
+        load_config(path)
+    except ConfigError as e:
+        assert str(e).startswith(f"{path}: ")
+
+
+@pytest.mark.parametrize("text, where", [
+    ("source: [1, 2", "line 1"),                              # unclosed flow sequence
+    ("a: b: c", "line 1"),
+    ("source:\n  host: x\n host: y", "line 3"),
+    ("[" * 2000 + "]" * 2000, None),                          # nesting deep enough to exhaust the parser
+    ("!!python/object:os.system {}", None),                   # safe_load refuses object tags
+    ("x: &a [*a]", None),
+], ids=["unclosed", "nested-scalar", "indent", "deep", "python-tag", "anchor-loop"])
+def test_broken_yaml_is_one_config_error(tmp_path: Path, text: str, where: str | None):
+    path = tmp_path / "sluice.yml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert str(err.value).startswith(f"{path}: ")
+    if where:
+        assert where in str(err.value)
+
+
+def test_unreadable_files_are_one_config_error(tmp_path: Path):
+    with pytest.raises(ConfigError, match="file not found"):
+        load_config(tmp_path / "missing.yml")
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_config(tmp_path)                                 # a directory
+    (tmp_path / "latin1.yml").write_bytes(b"source:\n  host: caf\xe9\n")
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_config(tmp_path / "latin1.yml")
+
+
+@pytest.mark.parametrize("section, named", [
+    ({"srcDataSources": [1]}, "srcDataSources"),
+    ({"source": {"passwordFile": ["x"]}}, "source.passwordFile"),
+    ({"source": {"passwordFile": "bad\x00path"}}, "source.passwordFile"),
+    ({"source": {"passwordEnv": 5}}, "source.passwordEnv"),
+    ({"source": {"password": "a", "passwordEnv": "HOME"}}, "source.passwordEnv"),
+    ({"source": {"filter": {"include": 5}}}, "source.filter.include"),
+    ({"source": {"filter": {"exclude": [1, "a"]}}}, "source.filter.exclude"),
+    ({"source": {"filter": {"include": "("}}}, "source.filter.include"),
+    ({"source": {"port": 70000}}, "source.port"),
+    ({"groups": [{"groupId": "g"}, {"groupId": "g"}]}, "groups"),
+    ({"metrics": {"keepRuns": 2}}, "metrics.keepRuns"),
+    ({"source": {"host": "${NOPE_NOT_SET_42}"}}, "source.host"),
+])
+def test_known_bad_values_name_their_key(section, named):
+    with pytest.raises(ConfigError) as err:
+        parse_config(section, "c.yml", env={})
+    assert err.value.key is not None and err.value.key.startswith(named), str(err.value)
+    assert str(err.value).startswith(f"c.yml: {err.value.key}: ")
+
+
+def test_password_file_that_is_not_text(tmp_path: Path):
+    pw = tmp_path / "pw.bin"
+    pw.write_bytes(b"\xff\xfe\x00secret")
+    with pytest.raises(ConfigError) as err:
+        parse_config({"source": {"passwordFile": str(pw)}}, "c.yml", env={})
+    assert err.value.key == "source.passwordFile" and "secret" not in str(err.value)
+
+
+def test_odd_scalars_give_messages_not_tracebacks():
+    for raw in ({"source": datetime.date(2024, 1, 1)}, {"store": {"batch": [1]}}, {"groups": {"g": 1}},
+                {"spark": {"conf": {"a": [1]}}}, {"source": {"ssl": "yes"}}):
+        with pytest.raises(ConfigError):
+            parse_config(raw, "c.yml", env={})
+
+
+PROPS = ["jdbc.url", "jdbc.username", "jdbc.password", "jdbc.passwordFile", "jdbc.passwordEnv", "url", "pool.size",
+         "maxStatementBytes", "connectArgs", "tls.mode", "tls.ca", "tls.cert", "tls.key", "mode", "hosts",
+         "security.auth", "security.authEnv", "security.verify", "security.ca.path", "security.cert.path",
+         "security.key.path", "cluster.name", "requestTimeout", "bulkBytes"]
+URLS = ["jdbc:mysql://h:3306/d", "jdbc:postgresql://h:99999/d", "jdbc:mysql://[::1/d", "jdbc:sqlite:",
+        "mysql+pymysql://u:p@h/d", "https://h:9200", "h:x", "[::1", "jdbc:mysql://h/d?useSSL=true&sslMode=x", "u:p"]
+prop_values = st.one_of(scalars, st.sampled_from(URLS), st.lists(st.text(max_size=3), max_size=2),
+                        st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.dictionaries(st.sampled_from(PROPS), prop_values, max_size=6), prop_values)
+def test_random_adapter_properties_raise_only_config_errors(props, hosts):
+    """What the job builds from ``outerAdapters[].properties`` (RDB and ES targets)."""
+    from types import SimpleNamespace
+
+    from adapters.es.config import target_from_adapter as es_target
+    from adapters.rdb import RdbTarget
+
+    for build in (lambda: RdbTarget.from_properties(props, "c.yml", "k"),
+                  lambda: es_target(SimpleNamespace(name="es8", key="k", hosts=hosts, properties=props), "c.yml", "k")):
+        try:
+            repr(build())
+        except ConfigError as e:
+            assert str(e).startswith("c.yml: k")
+
+
+@pytest.mark.parametrize("url", ["jdbc:mysql://[::1/d", "jdbc:mysql://h:99999/d"])
+def test_unparsable_data_source_url_names_its_key(url):
+    with pytest.raises(ConfigError) as err:
+        parse_config({"srcDataSources": {"ds": {"url": url}}}, "c.yml", env={})
+    assert err.value.key == "srcDataSources.ds.url" and "not a valid URL" in str(err.value)
