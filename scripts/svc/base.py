@@ -203,6 +203,11 @@ class Ctx:
         return self.services_dir / "services.json"
 
     @property
+    def ports_file(self) -> Path:
+        """Ports of stopped services, reused by their next start while free."""
+        return self.services_dir / "ports.json"
+
+    @property
     def venv_python(self) -> str:
         """The project's virtualenv interpreter (made by scripts/bootstrap)."""
         py = REPO / ".venv" / "bin" / "python"
@@ -220,7 +225,12 @@ class Ctx:
             fcntl.flock(lock, fcntl.LOCK_EX)
             current = json.loads(self.state_file.read_text() or "{}") if self.state_file.exists() else {}
             if info is None:
-                current.pop(name, None)
+                gone = current.pop(name, None) or {}
+                ports = {k: v for k, v in gone.items() if k.endswith("port") and isinstance(v, int)}
+                if ports:  # remembered so that a start after this stop gets the same ports back
+                    known = json.loads(self.ports_file.read_text() or "{}") if self.ports_file.exists() else {}
+                    known[name] = ports
+                    self.ports_file.write_text(json.dumps(known, indent=2, sort_keys=True))
             else:
                 current[name] = info
             tmp = self.state_file.with_suffix(".tmp")
@@ -232,6 +242,8 @@ class Ctx:
         """A private loopback port for ``name``: the one it had before if still free, else a
         fresh one from the kernel's ephemeral range (never a service's standard port)."""
         prev = self.state.get(name, {}).get(key)
+        if not prev and self.ports_file.exists():  # stopped before: its ports from then
+            prev = json.loads(self.ports_file.read_text() or "{}").get(name, {}).get(key)
         if prev and port_free(prev):
             return prev
         taken = {v for s in self.state.values() for k, v in s.items()

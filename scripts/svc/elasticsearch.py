@@ -125,8 +125,9 @@ class Elasticsearch(base.Service):
                 s.bind(("127.0.0.1", 0))
                 tport = s.getsockname()[1]
         home = ctx.home(self.name)
-        for sub in ("config", "data", "logs", "tmp"):
+        for sub in ("config", "logs", "tmp"):
             base.reset_dir(home / sub)
+        (home / "data").mkdir(parents=True, exist_ok=True)  # indices persist across stop/start
         conf, logs = home / "config", home / "logs"
         shutil.copytree(dist / "config", conf, dirs_exist_ok=True)
         settings = {
