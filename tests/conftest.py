@@ -99,3 +99,10 @@ def pytest_collection_modifyitems(config, items):
         parts = Path(str(item.fspath)).relative_to(REPO / "tests").parts
         if parts and parts[0] in ("unit", "integration", "e2e"):
             item.add_marker(getattr(pytest.mark, parts[0]))
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Print the fault-injection report (tests/e2e/test_faults.py) at the end of the output."""
+    faults = sys.modules.get("tests.support.faults")
+    if faults is not None:
+        faults.terminal_summary(terminalreporter)

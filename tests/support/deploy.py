@@ -63,6 +63,16 @@ def sluice(*args: str, timeout: float = 900, env: dict | None = None, check: boo
 def spark_submit(spark_info: dict[str, Any], tmp: Path, *args: str, timeout: float = 900, check: bool = True
                  ) -> subprocess.CompletedProcess:
     """``sluice package`` + ``spark-submit --master spark://... --py-files zip entry.py args``."""
+    cmd, env = submit_command(spark_info, tmp, *args)
+    proc = subprocess.run(cmd, env=env, text=True, capture_output=True, timeout=timeout)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"spark-submit exited {proc.returncode}\nstdout:\n{proc.stdout[-3000:]}\n"
+                             f"stderr:\n{proc.stderr[-6000:]}")
+    return proc
+
+
+def submit_command(spark_info: dict[str, Any], tmp: Path, *args: str) -> tuple[list[str], dict[str, str]]:
+    """``sluice package`` into ``tmp/dist``; the spark-submit command line and environment."""
     dist = tmp / "dist"
     sluice("package", "--out", str(dist))
     zips = sorted(dist.glob("sluice-*.zip"))
@@ -72,8 +82,4 @@ def spark_submit(spark_info: dict[str, Any], tmp: Path, *args: str, timeout: flo
     env.setdefault("JAVA_HOME", "/usr/lib/jvm/java-17-openjdk-amd64")
     cmd = [f"{home}/bin/spark-submit", "--master", spark_info["master_url"], "--conf", "spark.ui.enabled=false",
            "--py-files", str(zips[-1]), str(dist / "sluice_submit.py"), *args]
-    proc = subprocess.run(cmd, env=env, text=True, capture_output=True, timeout=timeout)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"spark-submit exited {proc.returncode}\nstdout:\n{proc.stdout[-3000:]}\n"
-                             f"stderr:\n{proc.stderr[-6000:]}")
-    return proc
+    return cmd, env
