@@ -23,8 +23,8 @@ from pipeline.config import Config
 from pipeline.errors import SluiceError
 from pipeline.job.group import GroupPlan, load_group
 from pipeline.job.partition import JobContext, apply_function
-from pipeline.job.plan import partitioned_changes, segments
-from pipeline.job.schema import DML_SCHEMA, RESULT_SCHEMA
+from pipeline.job.plan import partitioned_changes, read_dml, segments
+from pipeline.job.schema import RESULT_SCHEMA
 from pipeline.logs import get_logger
 from pipeline.ops.accumulators import merge, new_counter
 from pipeline.store import BatchStore
@@ -91,7 +91,7 @@ def run_sync(cfg: Config, group_id: str, spark: SparkSession, *, max_batches: in
             ids = [b.batch_id for b in batches]
             log.info("round", group=group_id, batches=f"{ids[0]}..{ids[-1]}",
                      rows=sum(b.rows for b in batches))
-            dml = spark.read.schema(DML_SCHEMA).option("mode", "FAILFAST").json(paths)
+            dml = read_dml(spark, paths, ordered=nparts == 1)
             barriers, ddl_positions = _barriers(store, batches, dml, plan)
             cuts = segments(barriers)
             if len(cuts) > 1:

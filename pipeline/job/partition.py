@@ -16,6 +16,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+import orjson
 import pyarrow as pa
 
 from adapters.base import ApplyStats, Change
@@ -186,27 +187,9 @@ class _PartitionRun:
         return f"s{self.ctx.segment:03d}-p{self.pid:05d}-a{attempt}.jsonl"
 
 
-def _maps(column: pa.Array) -> list[dict | None]:
-    """A map<string,string> Arrow column as Python dicts, built from the flattened keys and
-    values (several times faster than ``to_pylist`` of the map column)."""
-    if isinstance(column, pa.ChunkedArray):
-        column = column.combine_chunks()
-    keys, items = column.keys.to_pylist(), column.items.to_pylist()
-    offsets = column.offsets.to_pylist()
-    valid = column.is_valid().to_pylist() if column.null_count else None
-    out: list[dict | None] = []
-    for i in range(len(column)):
-        if valid is not None and not valid[i]:
-            out.append(None)
-        else:
-            a, b = offsets[i], offsets[i + 1]
-            out.append(dict(zip(keys[a:b], items[a:b], strict=True)))
-    return out
-
-
 def _changes(batch: pa.RecordBatch, cache: dict) -> Iterator[tuple[int, Change]]:
-    """Change objects from one Arrow batch (pkNames/mysqlType arrive as JSON text, decoded
-    once per distinct value)."""
+    """Change objects from one Arrow batch: the row images ``d``/``o`` arrive as JSON text
+    (decoded here), pkNames/mysqlType as JSON text decoded once per distinct value."""
     col = batch.column
     names = batch.schema.names
     get = {n: i for i, n in enumerate(names)}
@@ -214,7 +197,9 @@ def _changes(batch: pa.RecordBatch, cache: dict) -> Iterator[tuple[int, Change]]
     db, table = col(get["database"]).to_pylist(), col(get["table"]).to_pylist()
     pks, types = col(get["pkNames"]).to_pylist(), col(get["mysqlType"]).to_pylist()
     bid, seq, row = col(get["batchId"]).to_pylist(), col(get["seq"]).to_pylist(), col(get["row"]).to_pylist()
-    d, o = _maps(col(get["d"])), _maps(col(get["o"]))
+    loads = orjson.loads
+    d = [loads(x) if x else {} for x in col(get["d"]).to_pylist()]
+    o = [loads(x) if x else None for x in col(get["o"]).to_pylist()]
     for i in range(batch.num_rows):
         pk_text, type_text = pks[i], types[i]
         pk = cache.get(pk_text)
@@ -223,7 +208,7 @@ def _changes(batch: pa.RecordBatch, cache: dict) -> Iterator[tuple[int, Change]]
         mt = cache.get(type_text)
         if mt is None:
             mt = cache[type_text] = json.loads(type_text) or {} if type_text else {}
-        yield midx[i], Change(kind[i], db[i], table[i], d[i] or {}, o[i], pk, mt, (bid[i], seq[i], row[i]))
+        yield midx[i], Change(kind[i], db[i], table[i], d[i], o[i], pk, mt, (bid[i], seq[i], row[i]))
 
 
 def _result(pid: int, ok: bool, rows: int, stats: ApplyStats, t0: float, error: str | None = None,
@@ -255,9 +240,14 @@ def apply_function(ctx: JobContext, counters=None):
         current: Change | None = None
         cache: dict = {}
         limits = [_commit_batch(m) for m in ctx.mappings]
+        last = (-1, -1, -1)
         try:
             for batch in batches:
                 for midx, change in _changes(batch, cache):
+                    if change.seq < last:  # the plan promises seq order; never apply out of it
+                        raise SluiceError(f"internal: change {change.seq} reached partition {pid} after {last}; "
+                                          "nothing was acked", hint="report this; rerun with spark.partitions > 1")
+                    last = change.seq
                     current = change
                     buf = pending.setdefault(midx, [])
                     buf.append(change)

@@ -10,13 +10,9 @@ back on the same port, a rerun of the same changes converges to the source rows.
 from __future__ import annotations
 
 import json
-import os
-import signal
 import socket
-import subprocess
 import time
 import uuid
-from pathlib import Path
 
 import happybase
 import pyarrow as pa
@@ -28,54 +24,19 @@ from pipeline.errors import TransientError
 from pipeline.job.partition import JobContext, apply_function
 from pipeline.mapping.model import parse_mapping
 from tests.support.golden import GoldenTable
+from tests.support.thrift import OwnThrift
 
 T = GoldenTable("outage", (("id", "bigint(20)"), ("name", "varchar(40)"), ("n", "int(11)")), pk=("id",))
-_MAP = pa.map_(pa.string(), pa.string())
 CHANGE_SCHEMA = pa.schema([("midx", pa.int32()), ("kind", pa.string()), ("database", pa.string()),
-                           ("table", pa.string()), ("d", _MAP), ("o", _MAP), ("pkNames", pa.string()),
+                           ("table", pa.string()), ("d", pa.string()), ("o", pa.string()), ("pkNames", pa.string()),
                            ("mysqlType", pa.string()), ("batchId", pa.int64()), ("seq", pa.int64()),
-                           ("row", pa.int64()), ("sub", pa.int32())])  # pkNames/mysqlType: JSON text, as the job sends
+                           ("row", pa.int64()), ("sub", pa.int32())])  # d/o/pkNames/mysqlType: JSON text, as the job
 
 
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-class OwnThrift:
-    """A private ThriftServer JVM against the shared HBase (never the shared gateway)."""
-
-    def __init__(self, hbase: dict, port: int):
-        from scripts.svc import base
-        from scripts.svc.hbase import HOST, HBase
-
-        home = Path(hbase["home"])
-        svc, ctx = HBase(), base.Ctx.load()
-        cmd = [*svc._jvm(ctx, home / "conf", "256m", "thrift"), "org.apache.hadoop.hbase.thrift.ThriftServer",
-               "-b", HOST, "-p", str(port), "-threadpool", "start"]
-        self.port = port
-        self.log = home / f"thrift-test-{port}.log"
-        with open(self.log, "ab") as out:
-            self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                         env=svc._env(home), cwd=home, start_new_session=True)
-        deadline = time.time() + 90
-        while time.time() < deadline:
-            assert self.proc.poll() is None, self.log.read_text()[-3000:]
-            try:
-                c = happybase.Connection(HOST, port, timeout=5000)
-                c.tables()
-                c.close()
-                return
-            except Exception:  # noqa: BLE001 - not up yet
-                time.sleep(0.5)
-        self.kill()
-        raise AssertionError(f"own thrift server on {port} did not start: {self.log.read_text()[-3000:]}")
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(30)
 
 
 @pytest.fixture
@@ -98,8 +59,8 @@ def _rows(n: int) -> list[dict]:
 def _arrow(changes: list[tuple[str, dict, dict | None]], start: int) -> pa.RecordBatch:
     out = []
     for i, (kind, d, o) in enumerate(changes):
-        out.append({"midx": 0, "kind": kind, "database": T.database, "table": T.name, "d": list(d.items()),
-                    "o": list(o.items()) if o is not None else None, "pkNames": json.dumps(["id"]),
+        out.append({"midx": 0, "kind": kind, "database": T.database, "table": T.name, "d": json.dumps(d),
+                    "o": json.dumps(o) if o is not None else None, "pkNames": json.dumps(["id"]),
                     "mysqlType": json.dumps(T.mysql_type), "batchId": 1, "seq": start + i, "row": 0, "sub": 0})
     return pa.RecordBatch.from_pylist(out, schema=CHANGE_SCHEMA)
 

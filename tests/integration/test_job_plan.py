@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from pyspark.sql import SparkSession
 
@@ -30,6 +32,9 @@ def collect(spark, lines, routes, n=4, seg=Segment(None, None)):
     df = spark.createDataFrame(lines, DML_SCHEMA)
     out = partitioned_changes(df, seg, routes, n)
     rows = out.rdd.mapPartitionsWithIndex(lambda i, it: [(i, r.asDict()) for r in it]).collect()
+    for _, r in rows:  # the row images leave the JVM as JSON text
+        r["d"] = json.loads(r["d"]) if r["d"] is not None else None
+        r["o"] = json.loads(r["o"]) if r["o"] is not None else None
     return rows
 
 
@@ -110,3 +115,27 @@ def test_segments_without_dml_are_recognised():
     counts = [(_dml_lines(s, batches), _count_in(s, ddl)) for s in segs]
     # (-,1,1): line 1.0 is DML; (1.1,1.2): nothing; (1.2,2.0): 1.3; (2.0,-): 2.1, 2.2
     assert counts == [(1, 0), (0, 0), (1, 0), (2, 0)]
+
+
+def test_one_partition_streams_in_batch_order_without_a_sort(spark, tmp_path):
+    """partitions=1: no shuffle, no sort; the ordered read must keep (batchId, seq, row, sub)
+    order across files even when later files are bigger (Spark packs files by size)."""
+    from pipeline.job.plan import read_dml
+
+    paths = []
+    for b in range(1, 7):
+        n = 5 + b * 40  # later batches are bigger
+        lines = [dml(b, i, "INSERT", [{"id": f"{b}-{i}-{r}", "v": "x"} for r in range(3)]) for i in range(n)]
+        lines.append(dml(b, n, "UPDATE", [{"id": f"{b}-new", "v": "y"}], old=[{"id": f"{b}-0-0"}]))
+        p = tmp_path / f"{b:08d}.jsonl"
+        p.write_text("".join(json.dumps(x) + "\n" for x in lines))
+        paths.append(p.as_uri())
+    dml_df = read_dml(spark, paths, ordered=True)
+    out = partitioned_changes(dml_df, Segment(None, None), [Route(0, "db", "t", None)], 1)
+    assert out.rdd.getNumPartitions() == 1
+    rows = [r.asDict() for r in out.toLocalIterator()]
+    order = [(r["batchId"], r["seq"], r["row"], r["sub"]) for r in rows]
+    assert len(order) == sum(5 + b * 40 for b in range(1, 7)) * 3 + 6 * 2
+    assert order == sorted(order)
+    moved = [r["kind"] for r in rows if (r["batchId"], r["seq"]) == (6, 245)]  # the key-changing UPDATE
+    assert moved == ["DELETE", "INSERT"]
