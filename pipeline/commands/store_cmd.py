@@ -65,3 +65,20 @@ def verify(config: str = typer.Option(..., "--config", "-c", help="The deploymen
     for b in batches:
         store.verify(b)
     typer.echo(f"{len(batches)} batches verified")
+
+
+@store_app.command("recapture")
+def recapture(
+    config: str = typer.Option(..., "--config", "-c", help="The deployment config file."),
+    start: int = typer.Option(..., "--from", min=1, help="The first batch to drop and capture again."),
+) -> None:
+    """Drop batch N and every later one so the next `sluice capture` reads them again from the binlog
+    (the recovery for a corrupt or truncated batch file). Refused while a group has acked batch N."""
+    from pipeline.store import BatchStore
+
+    cfg = load_config(config)
+    store = BatchStore(cfg.store_dir(), create=False)
+    last = (store.batch_ids() or [0])[-1]
+    with store.capture_lock():
+        pos = store.drop_from(start)
+    typer.echo(f"dropped batches {start}..{last}; the next capture resumes at {json.dumps(pos, sort_keys=True)}")

@@ -132,6 +132,38 @@ def prune(store: BatchStore, retain: int) -> list[BatchMeta]:
     return deleted
 
 
+def drop_from(store: BatchStore, first: int) -> dict[str, Any]:
+    """Remove batch ``first`` and every later one so that capture reads them again from the
+    binlog (the recovery for a corrupt batch file); return the position capture resumes at.
+
+    The caller holds the capture lock. Refused while a group has acked ``first`` or later: the
+    re-captured batches may be cut at other positions, so such a group must first move its
+    cursor back (``store set-cursor``; replays are idempotent). Newest first, each meta file
+    before its data file (uncommit, then delete), then the resume position is recorded.
+    """
+    ids = store.batch_ids()
+    if first not in ids:
+        span = f"{ids[0]}..{ids[-1]}" if ids else "none"
+        raise StoreError(f"{store.root}: no committed batch {first} (batches: {span})")
+    for g in store.groups():
+        if store.cursor(g) >= first:
+            raise StoreError(f"group {g} has acked batch {store.cursor(g)} >= {first}; re-captured batches may "
+                             "be cut at other positions", hint=f"first run: sluice store set-cursor --group {g} "
+                             f"--to {first - 1} (replays are idempotent)")
+    try:
+        pos = store.meta(first - 1).end if first - 1 in ids else store.meta(first).start
+    except (FileNotFoundError, StoreError) as e:
+        raise StoreError(f"{store.root}: cannot tell where batch {first} starts ({e})",
+                         hint=f"drop from batch {first - 1} instead") from None
+    for batch_id in reversed([i for i in ids if i >= first]):
+        (store.batch_dir / meta_name(batch_id)).unlink(missing_ok=True)
+        (store.batch_dir / data_name(batch_id)).unlink(missing_ok=True)
+    fsync_dir(store.batch_dir)
+    store.set_start_position(pos, force=True)
+    log.info("dropped batches %d..%d for re-capture from %s", first, ids[-1], pos)
+    return pos
+
+
 def _lock_holders(store: BatchStore) -> dict[str, Any]:
     holders: dict[str, Any] = {}
     try:

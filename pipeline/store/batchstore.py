@@ -294,6 +294,13 @@ class BatchStore:
         """Delete batches every group has acked, keeping the newest ``retain`` of those."""
         return admin.prune(self, retain)
 
+    def drop_from(self, first: int) -> dict[str, Any]:
+        """Remove batch ``first`` and later ones so capture reads them again (capture lock held)."""
+        self._require_capture("drop_from")
+        pos = admin.drop_from(self, first)
+        self._next_id = first
+        return pos
+
     def status(self) -> dict[str, Any]:
         """A JSON-ready summary for ``sluice store status``."""
         return admin.status(self)

@@ -111,7 +111,6 @@ def _fail(meta: BatchMeta, path: Path, previous_end: dict[str, Any] | None, what
     resume = previous_end if previous_end is not None else meta.start
     raise CorruptBatchError(
         f"{path}: batch {meta.batch_id} is corrupt: {what}",
-        hint=f"restore {path.name} from a backup; or re-capture from the previous batch's end "
-        f"position {json.dumps(resume, sort_keys=True)} (batches from {meta.batch_id} on must be "
-        "captured again)",
+        hint=f"restore {path.name} from a backup; or `sluice store recapture --from {meta.batch_id}` and run "
+        f"capture: it reads batches {meta.batch_id}.. again from {json.dumps(resume, sort_keys=True)}",
     )

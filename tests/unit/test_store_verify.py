@@ -55,7 +55,8 @@ def test_truncated_file(store: BatchStore) -> None:
     msg = corrupt_message(store, 2)
     assert str(path) in msg and f"truncated: size {size - 10} of {size} bytes" in msg
     assert "restore 000000000002.jsonl from a backup" in msg
-    assert 're-capture from the previous batch\'s end position {"logfile": "bin.1", "logpos": 100}' in msg
+    assert "sluice store recapture --from 2` and run capture: it reads batches 2.. again from " \
+        '{"logfile": "bin.1", "logpos": 100}' in msg
     store.verify(1)
     store.verify(3)
 
