@@ -23,7 +23,9 @@ import random
 import signal
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -67,6 +69,33 @@ def deploy(request, tmp_path, mariadb):
 
 def _paused_sync(dep: Deployment, marker: Path, partitions: int = 2) -> Background:
     return Background(dep.sync_command(partitions), dep.tmp / "sync-paused.log", pause_env(marker, PAUSE_ROWS))
+
+
+@contextmanager
+def _under_load(dep: Deployment, seconds: int = 9):
+    """sysbench writes for ``seconds`` while the test injects its fault; what was captured 3 s in
+    is what the interrupted run takes. Yields ``before``/``taken`` (the cursor and the pending
+    batches then) and ``runs`` (background runs, killed at the end like sysbench)."""
+    bench = dep.workload(seconds)
+    st = SimpleNamespace(before=0, taken=0, runs=[])
+    try:
+        time.sleep(3)
+        dep.capture()
+        st.before, st.taken = dep.cursor(), dep.last_batch() - dep.cursor()
+        yield st
+        assert bench.wait(120) == 0, bench.output()
+    finally:
+        bench.kill()
+        for r in st.runs:
+            r.kill()
+
+
+def _outcome(row, dep: Deployment, st, rc: int, detail: str = "") -> None:
+    """Record a run's outcome; a failed run must not have acked anything."""
+    row.batches_replayed = 0 if rc == 0 else _replayed(st.taken, st.before, dep.cursor())
+    row.detail = detail + ("run retried and succeeded" if rc == 0 else f"run failed (exit {rc}), rerun replays")
+    if rc != 0:
+        assert dep.cursor() == st.before, "a failed run acked batches"
 
 
 def _replayed(taken: int, before: int, after: int) -> int:
@@ -154,30 +183,17 @@ def test_target_restarted_mid_apply(deploy, name, kind, tmp_path):
     partition then finds its connection gone (TransientError, retried)."""
     with reported(f"{name} restarted mid-apply") as row:
         dep = deploy(kind)
-        bench = dep.workload(9)
         marker = tmp_path / "paused"
-        run = None
-        try:
-            time.sleep(3)
-            dep.capture()
-            before, taken = dep.cursor(), dep.last_batch() - dep.cursor()
+        with _under_load(dep) as st:
             run = _paused_sync(dep, marker)
+            st.runs.append(run)
             run.wait_for(marker, 240)
             try:
                 service("stop", name)
             finally:
                 service("start", name)
             resume(marker)
-            rc = run.wait(300)
-            row.batches_replayed = 0 if rc == 0 else _replayed(taken, before, dep.cursor())
-            row.detail = "run retried and succeeded" if rc == 0 else f"run failed (exit {rc}), rerun replays"
-            if rc != 0:
-                assert dep.cursor() == before
-            assert bench.wait(120) == 0, bench.output()
-        finally:
-            bench.kill()
-            if run is not None:
-                run.kill()
+            _outcome(row, dep, st, run.wait(300))
         dep.converge(row)
 
 
@@ -186,14 +202,10 @@ def test_elasticsearch_stopped_mid_apply(deploy, elasticsearch, tmp_path):
     the run gave up (its indices persist)."""
     with reported("elasticsearch stopped mid-apply") as row:
         dep = deploy("es")
-        bench = dep.workload(9)
         marker = tmp_path / "paused"
-        run = None
-        try:
-            time.sleep(3)
-            dep.capture()
-            before, taken = dep.cursor(), dep.last_batch() - dep.cursor()
+        with _under_load(dep) as st:
             run = _paused_sync(dep, marker)
+            st.runs.append(run)
             run.wait_for(marker, 240)
             try:
                 service("stop", "elasticsearch")
@@ -201,16 +213,8 @@ def test_elasticsearch_stopped_mid_apply(deploy, elasticsearch, tmp_path):
                 rc = run.wait(300)
             finally:
                 service("start", "elasticsearch")
-            after = dep.cursor()
-            row.batches_replayed = 0 if rc == 0 else _replayed(taken, before, after)
-            row.detail = "run retried and succeeded" if rc == 0 else f"run failed (exit {rc}), rerun replays"
-            if rc != 0:
-                assert after == before and "Elasticsearch" in run.output(20000), run.output()
-            assert bench.wait(120) == 0, bench.output()
-        finally:
-            bench.kill()
-            if run is not None:
-                run.kill()
+            _outcome(row, dep, st, rc)
+            assert rc == 0 or "Elasticsearch" in run.output(20000), run.output()
         dep.converge(row)
 
 
@@ -221,13 +225,7 @@ def test_elasticsearch_429(deploy, elasticsearch, es, tmp_path):
     setting = "network.breaker.inflight_requests.limit"
     with reported("elasticsearch 429 (circuit breaker)") as row:
         dep = deploy("es")
-        bench = dep.workload(10)
-        run = None
-        try:
-            time.sleep(3)
-            dep.capture()
-            before, taken = dep.cursor(), dep.last_batch() - dep.cursor()
-
+        with _under_load(dep, 10) as st:
             def tripped() -> int:
                 stats = es.nodes.stats(metric="breaker")["nodes"]
                 return sum(n["breakers"]["inflight_requests"]["tripped"] for n in stats.values())
@@ -236,6 +234,7 @@ def test_elasticsearch_429(deploy, elasticsearch, es, tmp_path):
             try:
                 run = Background(dep.sync_command(), tmp_path / "sync.log",
                                  dict(os.environ, PYSPARK_PYTHON=sys.executable))
+                st.runs.append(run)
                 deadline = time.monotonic() + 240
                 while tripped() == base:
                     assert run.proc.poll() is None, f"sync ended without a 429:\n{run.output()}"
@@ -245,15 +244,7 @@ def test_elasticsearch_429(deploy, elasticsearch, es, tmp_path):
             finally:
                 es.cluster.put_settings(persistent={setting: None})
             rejected = tripped() - base
-            rc = run.wait(300)
-            row.batches_replayed = 0 if rc == 0 else _replayed(taken, before, dep.cursor())
-            row.detail = f"{rejected} bulk requests got 429; " + (
-                "run retried and succeeded" if rc == 0 else f"run failed (exit {rc}), rerun replays")
-            assert bench.wait(120) == 0, bench.output()
-        finally:
-            bench.kill()
-            if run is not None:
-                run.kill()
+            _outcome(row, dep, st, run.wait(300), f"{rejected} bulk requests got 429; ")
         dep.converge(row)
 
 
@@ -262,32 +253,19 @@ def test_hbase_thrift_stopped_mid_apply(deploy, hbase, tmp_path):
     partition is paused mid-apply; the run fails closed; the gateway comes back on its port."""
     with reported("HBase Thrift stopped mid-apply") as row:
         gateway = OwnThrift(hbase, _free_port())
-        bench = run = None
         try:
             dep = deploy("hbase", {"host": "127.0.0.1", "port": gateway.port})
-            bench = dep.workload(9)
             marker = tmp_path / "paused"
-            time.sleep(3)
-            dep.capture()
-            before, taken = dep.cursor(), dep.last_batch() - dep.cursor()
-            run = _paused_sync(dep, marker)
-            run.wait_for(marker, 240)
-            gateway.kill()
-            resume(marker)
-            rc = run.wait(300)
-            after = dep.cursor()
-            row.batches_replayed = 0 if rc == 0 else _replayed(taken, before, after)
-            row.detail = "run retried and succeeded" if rc == 0 else f"run failed (exit {rc}), rerun replays"
-            if rc != 0:
-                assert after == before
-            gateway = OwnThrift(hbase, gateway.port)
-            assert bench.wait(120) == 0, bench.output()
+            with _under_load(dep) as st:
+                run = _paused_sync(dep, marker)
+                st.runs.append(run)
+                run.wait_for(marker, 240)
+                gateway.kill()
+                resume(marker)
+                _outcome(row, dep, st, run.wait(300))
+                gateway = OwnThrift(hbase, gateway.port)
             dep.converge(row)
         finally:
-            if bench is not None:
-                bench.kill()
-            if run is not None:
-                run.kill()
             gateway.kill()
 
 
@@ -334,8 +312,9 @@ def test_damaged_batch_file(deploy, damage):
             path.write_bytes(good)
             row.detail = f"batch {victim.batch_id} restored from a copy"
         else:
-            _remove_batches_from(dep, victim.batch_id)
-            row.detail = f"batches {victim.batch_id}.. removed and captured again"
+            rc = _sluice_rc("store", "recapture", "--config", str(dep.cfg), "--from", str(victim.batch_id))
+            assert rc == 0 and dep.last_batch() == victim.batch_id - 1 and dep.cursor() < victim.batch_id
+            row.detail = f"sluice store recapture --from {victim.batch_id}, captured again"
         assert _sluice_rc("store", "verify", "--config", str(dep.cfg)) == 0
         dep.converge(row)
 
@@ -347,30 +326,13 @@ def _sluice_rc(*args: str) -> int:
                           timeout=120).returncode
 
 
-def _remove_batches_from(dep: Deployment, first: int) -> None:
-    """The documented re-capture: drop batch ``first`` and all later ones (meta file before
-    data file, as prune does), so capture resumes at the end of batch ``first - 1``."""
-    store = dep.store()
-    with store.capture_lock():
-        for meta in reversed(store.batches(since=first - 1)):
-            (store.batch_dir / Path(meta.path).name.replace(".jsonl", ".meta.json")).unlink()
-            Path(meta.path).unlink()
-    assert dep.last_batch() == first - 1
-    assert dep.cursor() <= first - 1
-
-
 def test_same_batches_applied_twice(deploy):
     """Every batch is applied a second time (cursor set back to 0) after sysbench changed rows
     that were inserted, updated and deleted: the target does not move."""
     with reported("same batches applied twice (postgres)") as row:
         dep = deploy("postgres")
-        bench = dep.workload(10)
-        try:
-            time.sleep(3)
-            dep.capture()
-            assert bench.wait(120) == 0, bench.output()
-        finally:
-            bench.kill()
+        with _under_load(dep, 10):
+            pass  # captured 3 s in, sysbench done
         dep.converge(row)  # the first time
         acked = dep.cursor()
         assert _sluice_rc("store", "set-cursor", "--config", str(dep.cfg), "--group", "g1", "--to", "0") == 0
@@ -390,13 +352,8 @@ def test_ddl_breaks_a_mapping(deploy):
     nothing is acked; the operator removes the column from the mapping; the rerun converges."""
     with reported("DDL breaks a mapping (postgres)") as row:
         dep = deploy("postgres")
-        bench = dep.workload(8)
-        try:
-            time.sleep(3)
-            dep.capture()
-            assert bench.wait(120) == 0, bench.output()
-        finally:
-            bench.kill()
+        with _under_load(dep, 8):
+            pass  # captured 3 s in, sysbench done
         with sysbench.connect(dep.source, dep.db) as c, c.cursor() as cur:
             cur.execute("ALTER TABLE sbtest1 DROP COLUMN pad")
             cur.execute("UPDATE sbtest1 SET k = k + 1, c = CONCAT('after-ddl-', id) WHERE id <= 100")
