@@ -17,37 +17,21 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import os
 import random
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import pymysql
-import yaml
-
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from pipeline.config import load_config  # noqa: E402
-from pipeline.job.driver import run_sync  # noqa: E402
-from pipeline.job.session import get_spark  # noqa: E402
-from pipeline.store import BatchStore  # noqa: E402
+from bench import common  # noqa: E402
+from bench.common import connect, fill_store, open_job, services, timed_sync  # noqa: E402
 
 DDL = ("CREATE TABLE {t} (id INT NOT NULL PRIMARY KEY, k INT NOT NULL, c CHAR(120) NOT NULL, "
        "pad CHAR(60) NOT NULL) ENGINE=InnoDB")
 TYPES = {"id": "int", "k": "int", "c": "char(120)", "pad": "char(60)"}
-
-
-def services() -> dict:
-    sdir = Path(os.environ.get("SLUICE_SERVICES_DIR", REPO / ".sluice" / "services"))
-    return json.loads((sdir / "services.json").read_text())
-
-
-def connect(info: dict, db: str | None = None) -> pymysql.connections.Connection:
-    return pymysql.connect(host=info["host"], port=info["port"], user=info["user"], password=info["password"],
-                           database=db, charset="utf8mb4", autocommit=False)
 
 
 def rows(n: int) -> list[tuple]:
@@ -56,43 +40,19 @@ def rows(n: int) -> list[tuple]:
 
 
 def dml(kind: str, row: tuple, old: dict | None = None) -> dict:
+    """One single-row Dml of ``bench_src.t``."""
     data = {"id": str(row[0]), "k": str(row[1]), "c": row[2], "pad": row[3]}
-    return {"id": 0, "database": "bench_src", "table": "t", "type": kind, "isDdl": False, "sql": "",
-            "pkNames": ["id"], "data": [data], "old": [old] if old else None, "mysqlType": TYPES,
-            "sqlType": None, "es": 0, "ts": 0, "gtid": None, "logfile": "bench", "logpos": 0}
-
-
-def fill_store(store: BatchStore, records: list[dict], per_batch: int = 20000) -> None:
-    with store.capture_lock():
-        for i in range(0, len(records), per_batch):
-            pos = {"logfile": "bench", "logpos": i}
-            store.append(records[i:i + per_batch], start=pos, end=pos)
+    return common.dml("bench_src", "t", kind, data, TYPES, old=old)
 
 
 def deployment(tmp: Path, src: dict, dst: dict, partitions: int) -> Path:
-    (tmp / "mappings").mkdir()
+    """A config whose group writes ``bench_src.t`` into ``bench_dst.t_job`` through the rdb adapter."""
     mapping = {"dataSourceKey": "defaultDS", "destination": "bench", "groupId": "g", "concurrent": True,
                "dbMapping": {"database": "bench_src", "table": "t", "targetTable": "bench_dst.t_job",
                              "targetPk": {"id": "id"}, "mapAll": True, "commitBatch": 3000}}
-    (tmp / "mappings" / "t.yml").write_text(yaml.safe_dump(mapping))
-    cfg = {"source": {"name": "bench", "host": src["host"], "port": src["port"], "user": "root",
-                      "password": src["password"]},
-           "store": {"path": str(tmp / "store")},
-           "groups": [{"groupId": "g", "mappings": ["mappings/*.yml"], "outerAdapters": [{
-               "name": "rdb", "properties": {"jdbc.url": f"jdbc:mysql://{dst['host']}:{dst['port']}/bench_dst",
-                                             "jdbc.username": "root", "jdbc.password": dst["password"]}}]}],
-           "spark": {"master": f"local[{partitions}]", "partitions": partitions}}
-    (tmp / "sluice.yml").write_text(yaml.safe_dump(cfg))
-    return tmp / "sluice.yml"
-
-
-def timed_sync(cfg_path: Path, spark, store: BatchStore, partitions: int) -> float:
-    cfg = load_config(cfg_path)
-    t0 = time.perf_counter()
-    summary = run_sync(cfg, "g", spark, partitions=partitions, max_batches=1000)
-    secs = time.perf_counter() - t0
-    assert summary.rows > 0 and store.cursor("g") == store.batch_ids()[-1]
-    return secs
+    adapter = {"name": "rdb", "properties": {"jdbc.url": f"jdbc:mysql://{dst['host']}:{dst['port']}/bench_dst",
+                                             "jdbc.username": "root", "jdbc.password": dst["password"]}}
+    return common.write_deployment(tmp, src, adapter, {"t.yml": mapping}, partitions)
 
 
 def main() -> int:
@@ -103,10 +63,7 @@ def main() -> int:
     args = ap.parse_args()
     svc = services()
     src, dst = svc["mariadb"], svc["mariadb-target"]
-    with connect(src) as c, c.cursor() as cur:
-        cur.execute("DROP DATABASE IF EXISTS bench_src")
-        cur.execute("CREATE DATABASE bench_src")
-        cur.execute(DDL.format(t="bench_src.t"))
+    common.create_source_table(src, "bench_src", DDL.format(t="bench_src.t"))
     with connect(dst) as c, c.cursor() as cur:
         cur.execute("DROP DATABASE IF EXISTS bench_dst")
         cur.execute("CREATE DATABASE bench_dst")
@@ -140,13 +97,11 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="sluice-bench-apply-") as tmpd:
         tmp = Path(tmpd)
         cfg_path = deployment(tmp, src, dst, args.partitions)
-        cfg = load_config(cfg_path)
-        store = BatchStore(cfg.store_dir())
+        spark, store = open_job(cfg_path, "sluice-bench-apply")
         fill_store(store, [dml("INSERT", r) for r in data])
-        spark = get_spark(cfg.spark, "sluice-bench-apply")
-        job_insert = timed_sync(cfg_path, spark, store, args.partitions)
+        job_insert, _ = timed_sync(cfg_path, spark, store, args.partitions)
         fill_store(store, [dml("UPDATE", r, {"k": "0", "c": "old"}) for r in upd_rows])
-        job_update = timed_sync(cfg_path, spark, store, args.partitions)
+        job_update, _ = timed_sync(cfg_path, spark, store, args.partitions)
         spark.stop()
 
     with connect(dst, "bench_dst") as c, c.cursor() as cur:
