@@ -60,7 +60,7 @@ class MariaDB(Service):
             "character-set-server=utf8mb4",
             "collation-server=utf8mb4_unicode_ci",
             f"server-id={self.server_id}",
-            "innodb_buffer_pool_size=128M",
+            "innodb_buffer_pool_size=1G",  # a working set of a few million rows stays in memory, as on a real server
             "innodb_log_file_size=64M",
             "innodb_flush_log_at_trx_commit=2",
             "max_connections=300",
