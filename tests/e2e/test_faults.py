@@ -72,16 +72,21 @@ def _paused_sync(dep: Deployment, marker: Path, partitions: int = 2) -> Backgrou
 
 
 @contextmanager
-def _under_load(dep: Deployment, seconds: int = 9):
+def _under_load(dep: Deployment, seconds: int = 9, pause: Path | None = None):
     """sysbench writes for ``seconds`` while the test injects its fault; what was captured 3 s in
     is what the interrupted run takes. Yields ``before``/``taken`` (the cursor and the pending
-    batches then) and ``runs`` (background runs, killed at the end like sysbench)."""
+    batches then), ``runs`` (background runs, killed at the end like sysbench) and, with
+    ``pause`` (a marker path), ``run``: a sync already paused mid-apply at that marker."""
     bench = dep.workload(seconds)
-    st = SimpleNamespace(before=0, taken=0, runs=[])
+    st = SimpleNamespace(before=0, taken=0, runs=[], run=None)
     try:
         time.sleep(3)
         dep.capture()
         st.before, st.taken = dep.cursor(), dep.last_batch() - dep.cursor()
+        if pause is not None:
+            st.run = _paused_sync(dep, pause)
+            st.runs.append(st.run)
+            st.run.wait_for(pause, 240)
         yield st
         assert bench.wait(120) == 0, bench.output()
     finally:
@@ -184,10 +189,8 @@ def test_target_restarted_mid_apply(deploy, name, kind, tmp_path):
     with reported(f"{name} restarted mid-apply") as row:
         dep = deploy(kind)
         marker = tmp_path / "paused"
-        with _under_load(dep) as st:
-            run = _paused_sync(dep, marker)
-            st.runs.append(run)
-            run.wait_for(marker, 240)
+        with _under_load(dep, pause=marker) as st:
+            run = st.run
             try:
                 service("stop", name)
             finally:
@@ -203,10 +206,8 @@ def test_elasticsearch_stopped_mid_apply(deploy, elasticsearch, tmp_path):
     with reported("elasticsearch stopped mid-apply") as row:
         dep = deploy("es")
         marker = tmp_path / "paused"
-        with _under_load(dep) as st:
-            run = _paused_sync(dep, marker)
-            st.runs.append(run)
-            run.wait_for(marker, 240)
+        with _under_load(dep, pause=marker) as st:
+            run = st.run
             try:
                 service("stop", "elasticsearch")
                 resume(marker)
@@ -256,10 +257,8 @@ def test_hbase_thrift_stopped_mid_apply(deploy, hbase, tmp_path):
         try:
             dep = deploy("hbase", {"host": "127.0.0.1", "port": gateway.port})
             marker = tmp_path / "paused"
-            with _under_load(dep) as st:
-                run = _paused_sync(dep, marker)
-                st.runs.append(run)
-                run.wait_for(marker, 240)
+            with _under_load(dep, pause=marker) as st:
+                run = st.run
                 gateway.kill()
                 resume(marker)
                 _outcome(row, dep, st, run.wait(300))
