@@ -5,7 +5,9 @@ Steps (all Spark SQL expressions, so splitting and hashing never leave the JVM):
 2. route each line to every mapping whose table it names (one output row per mapping);
 3. split multi-row Dml into rows with ``posexplode`` (keeping seq = batchId, seq, row);
 4. an UPDATE that changes the target key becomes DELETE(old key) + INSERT(new row);
-5. hash-partition by (mapping, target key) and sort each partition by seq.
+5. hash-partition by (mapping, target key) and sort each partition by seq (one partition:
+   neither, the lines stream in batch order).
+Row images stay JSON text throughout (parsed in the JVM only where a key is needed).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipeline.job.routing import Route, concurrent_expr, key_names_expr, key_of, midx_expr
-from pipeline.job.schema import DML_SCHEMA
+from pipeline.job.schema import JOB_SCHEMA
 
 _MAP = "map<string,string>"
 
@@ -62,53 +64,64 @@ def route_rows(dml: DataFrame, routes: list[Route]) -> DataFrame:
     return routed.withColumn("midx", midx_expr(routes))
 
 
-def split_rows(routed: DataFrame, routes: list[Route]) -> DataFrame:
-    """Explode rows, detect key changes, and produce the change rows with their keys.
+def split_rows(routed: DataFrame, routes: list[Route], keyed: bool = True) -> DataFrame:
+    """Explode rows, detect key changes, and produce the change rows (with their keys if ``keyed``).
 
-    Only a key-changing UPDATE builds its before-image and becomes two rows (``sub`` 0 =
-    DELETE of the old key, 1 = INSERT of the new row); every other row passes through as is.
-    The row images leave the JVM as JSON text (``d``, ``o``): shuffling and handing strings to
-    Arrow costs a fraction of what map columns cost, and the executor decodes them with
-    ``json.loads``."""
+    The row images ``d``/``o`` are JSON text from the reader (:data:`JOB_SCHEMA`) and leave the
+    JVM as that text, decoded on the executor. The JVM parses them only where it needs a key:
+    ``o`` of every UPDATE (does it touch a key column?), ``d`` of an UPDATE that does, and (when
+    ``keyed``, i.e. hash-partitioned) ``d`` of every row. Only a key-changing UPDATE builds its
+    before-image and becomes two rows (``sub`` 0 = DELETE of the old key, 1 = INSERT of the new
+    row); every other row passes through as is."""
     rows = routed.select(
         "ridx", "midx", "type", "database", "table", "pkNames", "mysqlType", "batchId", "seq", "old",
         F.posexplode("data").alias("row", "d"))
-    o = F.try_element_at(F.col("old"), (F.col("row") + 1).cast("int"))
-    rows = rows.withColumn("o", o).drop("old")
-    names = key_names_expr(routes, F.coalesce(F.col("pkNames"), F.array().cast("array<string>")))
-    rows = rows.withColumn("knames", names).withColumn("key", key_of(F.col("knames"), F.col("d")))
+    rows = rows.withColumn("o", F.try_element_at(F.col("old"), (F.col("row") + 1).cast("int"))).drop("old")
+    pk = F.coalesce(F.from_json(F.col("pkNames"), "array<string>"), F.array().cast("array<string>"))
+    names = key_names_expr(routes, pk)
     is_update = (F.col("type") == "UPDATE") & F.col("o").isNotNull()
-    old_key = F.concat_ws("\u0001", F.transform(F.col("knames"), lambda c: F.coalesce(
-        F.when(F.map_contains_key(F.col("o"), c), F.try_element_at(F.col("o"), c)).otherwise(F.col("d")[c]),
-        F.lit("\u0000"))))
-    rows = rows.withColumn("old_key", F.when(is_update, old_key).otherwise(F.col("key")))
-    changed = F.col("old_key") != F.col("key")
+    rows = rows.withColumn("om", F.when(is_update, F.from_json(F.col("o"), _MAP)))
+    if keyed:
+        rows = rows.withColumn("knames", names).withColumn("dm", F.from_json(F.col("d"), _MAP))
+        names = F.col("knames")
+        rows = rows.withColumn("key", key_of(names, F.col("dm")))
+        key = F.col("key")
+    else:  # one partition: a row image is parsed only for an UPDATE that touches a key column
+        touches = F.when(F.col("om").isNotNull(), F.exists(names, lambda c: F.map_contains_key(F.col("om"), c)))
+        rows = rows.withColumn("dm", F.when(F.coalesce(touches, F.lit(False)), F.from_json(F.col("d"), _MAP)))
+        key = key_of(names, F.col("dm"))
+    om, dm = F.col("om"), F.col("dm")
+    old_key = F.concat_ws("\u0001", F.transform(names, lambda c: F.coalesce(
+        F.when(F.map_contains_key(om, c), F.try_element_at(om, c)).otherwise(dm[c]), F.lit("\u0000"))))
+    changed = F.when(om.isNotNull() & dm.isNotNull(), old_key != key).otherwise(F.lit(False))
+    rows = rows.withColumn("changed", changed)
+    if keyed:
+        rows = rows.withColumn("old_key", F.when(F.col("changed"), old_key).otherwise(key))
     before = F.transform_values(
-        "d", lambda k, v: F.when(F.map_contains_key(F.col("o"), k), F.try_element_at(F.col("o"), k)).otherwise(v))
-    rows = rows.withColumn("changed", changed).withColumn(
+        dm, lambda k, v: F.when(F.map_contains_key(om, k), F.try_element_at(om, k)).otherwise(v))
+    rows = rows.withColumn(
         "sub", F.explode(F.when(F.col("changed"), F.array(F.lit(0), F.lit(1))).otherwise(F.array(F.lit(0)))))
     first = F.col("changed") & (F.col("sub") == 0)
     kind = (F.when(first, F.lit("DELETE")).when(F.col("changed"), F.lit("INSERT")).otherwise(F.col("type")))
-    out = rows.select(
-        "midx", kind.alias("kind"), "database", "table",
-        F.to_json(F.when(first, before).otherwise(F.col("d"))).alias("d"),
-        F.to_json(F.when(F.col("changed"), F.lit(None).cast(_MAP)).otherwise(F.col("o"))).alias("o"),
-        F.to_json("pkNames").alias("pkNames"), F.to_json("mysqlType").alias("mysqlType"),
-        "batchId", "seq", "row", "sub", F.when(first, F.col("old_key")).otherwise(F.col("key")).alias("key"),
-        F.when(concurrent_expr(routes), F.when(first, F.col("old_key")).otherwise(F.col("key")))
-        .otherwise(F.lit("")).alias("pkey"))
-    # per-table metadata travels as JSON text too: the executor decodes each distinct text once
-    return out
+    cols = ["midx", kind.alias("kind"), "database", "table",
+            F.when(first, F.to_json(before)).otherwise(F.col("d")).alias("d"),
+            F.when(F.col("changed"), F.lit(None).cast("string")).otherwise(F.col("o")).alias("o"),
+            "pkNames", "mysqlType", "batchId", "seq", "row", "sub"]
+    if keyed:
+        row_key = F.when(first, F.col("old_key")).otherwise(F.col("key"))
+        cols += [row_key.alias("key"),
+                 F.when(concurrent_expr(routes), row_key).otherwise(F.lit("")).alias("pkey")]
+    return rows.select(*cols)
 
 
 def read_dml(spark: SparkSession, paths: list[str], ordered: bool) -> DataFrame:
-    """The batch files' lines as a DataFrame of the fixed Dml schema.
+    """The batch files' lines as a DataFrame of :data:`JOB_SCHEMA` (row images as JSON text).
 
     ``ordered``: one scan per file, unioned in batch order, so that the DataFrame's partitions
     hold the lines in (batchId, seq) order (the single-partition plan relies on it instead of a
     sort); otherwise one scan over all files (Spark packs files into partitions by size)."""
     def scan(p):
-        return spark.read.schema(DML_SCHEMA).option("mode", "FAILFAST").json(p)
+        return spark.read.schema(JOB_SCHEMA).option("mode", "FAILFAST").json(p)
     if not ordered:
         return scan(paths)
     return reduce(DataFrame.unionAll, [scan(p) for p in paths])
@@ -122,9 +135,9 @@ def partitioned_changes(dml: DataFrame, segment: Segment, routes: list[Route], p
     executor's Python worker (which checks the order), so parsing and applying overlap
     instead of waiting for a shuffle and a sort."""
     routed = route_rows(dml.where(segment.condition()), routes)
-    changes = split_rows(routed, routes)
     if partitions == 1:
-        return changes.coalesce(1).drop("pkey")
+        return split_rows(routed, routes, keyed=False).coalesce(1)
+    changes = split_rows(routed, routes, keyed=True)
     return (changes.repartition(partitions, "midx", "pkey")
             .sortWithinPartitions("batchId", "seq", "row", "sub")
             .drop("pkey"))

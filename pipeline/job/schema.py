@@ -38,6 +38,25 @@ DML_SCHEMA = StructType([
     StructField("seq", LongType()),
 ])
 
+#: How the job reads a batch line: the row images (``data``/``old`` elements), ``pkNames`` and
+#: ``mysqlType`` stay raw JSON text (Spark's JSON reader copies a nested value given a string
+#: type as its text), so they cross to the executor without being built into maps and written
+#: back with ``to_json``; the JVM parses a row image only where it needs a key (see plan.py).
+#: Fields the plan does not use are skipped by the reader.
+JOB_SCHEMA = StructType([
+    StructField("database", StringType()),
+    StructField("table", StringType()),
+    StructField("type", StringType()),
+    StructField("isDdl", BooleanType()),
+    StructField("sql", StringType()),
+    StructField("pkNames", StringType()),
+    StructField("data", ArrayType(StringType())),
+    StructField("old", ArrayType(StringType())),
+    StructField("mysqlType", StringType()),
+    StructField("batchId", LongType()),
+    StructField("seq", LongType()),
+])
+
 #: One single-row change routed to one mapping (what a partition holds).
 CHANGE_COLUMNS = ["midx", "kind", "database", "table", "d", "o", "pkNames", "mysqlType",
                   "batchId", "seq", "row", "sub"]

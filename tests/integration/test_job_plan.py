@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import tempfile
+from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
 
-from pipeline.job.plan import Segment, partitioned_changes, segments
+from pipeline.job.plan import Segment, partitioned_changes, read_dml, segments
 from pipeline.job.routing import Route
-from pipeline.job.schema import DML_SCHEMA
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +30,13 @@ def dml(batch, seq, type_, rows, old=None, table="t", pk=("id",), ddl=False, sql
 
 
 def collect(spark, lines, routes, n=4, seg=Segment(None, None)):
-    df = spark.createDataFrame(lines, DML_SCHEMA)
+    with tempfile.TemporaryDirectory() as tmp:  # read as the job reads batch files
+        path = Path(tmp) / "b.jsonl"
+        path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+        return _collect(read_dml(spark, [path.as_uri()], ordered=n == 1), routes, n, seg)
+
+
+def _collect(df, routes, n, seg):
     out = partitioned_changes(df, seg, routes, n)
     rows = out.rdd.mapPartitionsWithIndex(lambda i, it: [(i, r.asDict()) for r in it]).collect()
     for _, r in rows:  # the row images leave the JVM as JSON text
@@ -38,24 +45,34 @@ def collect(spark, lines, routes, n=4, seg=Segment(None, None)):
     return rows
 
 
-def test_split_route_and_pk_change(spark):
+@pytest.mark.parametrize("n", [1, 4])
+def test_split_route_and_pk_change(spark, n):
+    """n=4: hash-partitioned (row images parsed for the key); n=1: one streaming partition
+    (a row image parsed only for an UPDATE that touches a key column): same changes."""
     lines = [
         dml(1, 0, "INSERT", [{"id": "1", "v": "a"}, {"id": "2", "v": "b"}]),
         dml(1, 1, "UPDATE", [{"id": "3", "v": "a"}], old=[{"id": "1"}]),      # key 1 -> 3
         dml(1, 2, "UPDATE", [{"id": "2", "v": "c"}], old=[{"v": "b"}]),       # plain update
-        dml(2, 0, "DELETE", [{"id": "2", "v": "c"}]),
+        dml(1, 3, "UPDATE", [{"id": "2", "v": "d"}], old=[{"id": "2", "v": "c"}]),  # key in old, unchanged
+        dml(2, 0, "DELETE", [{"id": "2", "v": "d"}]),
         dml(2, 1, "INSERT", [{"id": "9", "v": "z"}], table="other"),
     ]
-    rows = collect(spark, lines, [Route(0, "db", "t", None)])
-    got = sorted((r["batchId"], r["seq"], r["row"], r["sub"], r["kind"], r["key"], r["d"]["id"]) for _, r in rows)
+    rows = collect(spark, lines, [Route(0, "db", "t", None)], n=n)
+    got = sorted((r["batchId"], r["seq"], r["row"], r["sub"], r["kind"], r["d"]["id"]) for _, r in rows)
     assert got == [
-        (1, 0, 0, 0, "INSERT", "1", "1"), (1, 0, 1, 0, "INSERT", "2", "2"),
-        (1, 1, 0, 0, "DELETE", "1", "1"), (1, 1, 0, 1, "INSERT", "3", "3"),
-        (1, 2, 0, 0, "UPDATE", "2", "2"), (2, 0, 0, 0, "DELETE", "2", "2"),
+        (1, 0, 0, 0, "INSERT", "1"), (1, 0, 1, 0, "INSERT", "2"),
+        (1, 1, 0, 0, "DELETE", "1"), (1, 1, 0, 1, "INSERT", "3"),
+        (1, 2, 0, 0, "UPDATE", "2"), (1, 3, 0, 0, "UPDATE", "2"), (2, 0, 0, 0, "DELETE", "2"),
     ]
     # the before-image of the moved row carries the old key and the unchanged values
-    delete = next(r for _, r in rows if r["kind"] == "DELETE" and r["key"] == "1")
+    delete = next(r for _, r in rows if r["kind"] == "DELETE" and r["d"]["id"] == "1")
     assert delete["d"] == {"id": "1", "v": "a"} and delete["o"] is None
+    plain = next(r for _, r in rows if (r["seq"], r["kind"]) == (2, "UPDATE"))
+    assert plain["o"] == {"v": "b"} and plain["d"] == {"id": "2", "v": "c"}
+    if n == 1:
+        assert "key" not in rows[0][1]
+        return
+    assert sorted(r["key"] for _, r in rows) == ["1", "1", "2", "2", "2", "2", "3"]
     # all changes of one key share a partition, in seq order
     by_key: dict = {}
     for part, r in rows:
@@ -63,6 +80,15 @@ def test_split_route_and_pk_change(spark):
     assert all(len(p) == 1 for p in by_key.values())
     key2 = [(r["batchId"], r["seq"]) for _, r in rows if r["key"] == "2"]
     assert key2 == sorted(key2)
+
+
+def test_composite_key_change_in_one_partition(spark):
+    lines = [dml(1, 0, "UPDATE", [{"a": "1", "b": "y", "v": "x"}], old=[{"b": None}], pk=("a", "b")),
+             dml(1, 1, "UPDATE", [{"a": "1", "b": "y", "v": "z"}], old=[{"v": "x"}], pk=("a", "b"))]
+    rows = [r for _, r in collect(spark, lines, [Route(0, "db", "t", None)], n=1)]
+    assert [(r["seq"], r["kind"], r["d"]) for r in rows] == [
+        (0, "DELETE", {"a": "1", "b": None, "v": "x"}), (0, "INSERT", {"a": "1", "b": "y", "v": "x"}),
+        (1, "UPDATE", {"a": "1", "b": "y", "v": "z"})]
 
 
 def test_two_mappings_and_non_concurrent(spark):
@@ -120,8 +146,6 @@ def test_segments_without_dml_are_recognised():
 def test_one_partition_streams_in_batch_order_without_a_sort(spark, tmp_path):
     """partitions=1: no shuffle, no sort; the ordered read must keep (batchId, seq, row, sub)
     order across files even when later files are bigger (Spark packs files by size)."""
-    from pipeline.job.plan import read_dml
-
     paths = []
     for b in range(1, 7):
         n = 5 + b * 40  # later batches are bigger
