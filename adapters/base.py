@@ -20,7 +20,7 @@ from __future__ import annotations
 import abc
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 #: ``UPSERT`` never comes from the binlog: full loads (``sluice etl``/``bootstrap``) send it to
 #: mean "insert the row, or overwrite the row with the same target key" -- RDB: delete-by-key +
@@ -30,14 +30,15 @@ from typing import Any, Literal
 ChangeKind = Literal["INSERT", "UPDATE", "DELETE", "TRUNCATE", "UPSERT"]
 
 
-@dataclass(frozen=True, slots=True)
-class Change:
+class Change(NamedTuple):
     """One single-row change, as the job hands it to an adapter.
 
     ``data`` is the after-image (for DELETE the before-image); values are the Dml strings
     (or None). ``old`` holds, for UPDATE, the before-values of the changed columns only.
     A primary-key-changing UPDATE never reaches an adapter: the job turns it into a DELETE
     of the old key and an INSERT of the new row. ``seq`` = (batchId, event seq, row index).
+    An executor builds one per row, so it is a named tuple (immutable, built at C speed);
+    its dicts are shared and never modified.
     """
 
     kind: ChangeKind
@@ -46,7 +47,7 @@ class Change:
     data: dict[str, str | None]
     old: dict[str, str | None] | None = None
     pk_names: tuple[str, ...] = ()
-    mysql_type: dict[str, str] = field(default_factory=dict)
+    mysql_type: dict[str, str] = {}  # noqa: RUF012 - shared, never modified
     seq: tuple[int, int, int] = (0, 0, 0)
 
 

@@ -16,12 +16,12 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-import orjson
 import pyarrow as pa
 
 from adapters.base import ApplyStats, Change
 from pipeline.errors import SluiceError, TargetError, TransientError, is_row_error
 from pipeline.job.deadletter import DeadLetters
+from pipeline.job.feed import Decoded, Feed, Pipe, changes, check_order
 
 RESULT_FIELDS = [("partition", pa.int32()), ("ok", pa.bool_()), ("rows", pa.int64()), ("stats", pa.string()),
                  ("error", pa.string()), ("error_table", pa.string()), ("error_key", pa.string()),
@@ -61,6 +61,7 @@ class _PartitionRun:
         self._make_writer = make_writer
         self.stats = ApplyStats()
         self.rows = 0
+        self.current: Change | None = None  # the first change of the chunk being applied (messages)
         on = any(getattr(m, "deadLetter", False) for m in ctx.mappings)
         self.dead = DeadLetters(ctx.blocked) if on else None
 
@@ -82,6 +83,7 @@ class _PartitionRun:
         row is isolated and dead-lettered; changes of keys already dead-lettered are not tried
         (per-key order, docs/deadletter.md). Any other error fails the partition as before."""
         mapping = self.ctx.mappings[midx]
+        self.current = chunk[0] if chunk else None
         dead = self.dead if getattr(mapping, "deadLetter", False) else None
         if dead is None:
             self._apply(midx, chunk)
@@ -187,30 +189,6 @@ class _PartitionRun:
         return f"s{self.ctx.segment:03d}-p{self.pid:05d}-a{attempt}.jsonl"
 
 
-def _changes(batch: pa.RecordBatch, cache: dict) -> Iterator[tuple[int, Change]]:
-    """Change objects from one Arrow batch: the row images ``d``/``o`` arrive as JSON text
-    (decoded here), pkNames/mysqlType as JSON text decoded once per distinct value."""
-    col = batch.column
-    names = batch.schema.names
-    get = {n: i for i, n in enumerate(names)}
-    midx, kind = col(get["midx"]).to_pylist(), col(get["kind"]).to_pylist()
-    db, table = col(get["database"]).to_pylist(), col(get["table"]).to_pylist()
-    pks, types = col(get["pkNames"]).to_pylist(), col(get["mysqlType"]).to_pylist()
-    bid, seq, row = col(get["batchId"]).to_pylist(), col(get["seq"]).to_pylist(), col(get["row"]).to_pylist()
-    loads = orjson.loads
-    d = [loads(x) if x else {} for x in col(get["d"]).to_pylist()]
-    o = [loads(x) if x else None for x in col(get["o"]).to_pylist()]
-    for i in range(batch.num_rows):
-        pk_text, type_text = pks[i], types[i]
-        pk = cache.get(pk_text)
-        if pk is None:
-            pk = cache[pk_text] = tuple(json.loads(pk_text) or ()) if pk_text else ()
-        mt = cache.get(type_text)
-        if mt is None:
-            mt = cache[type_text] = json.loads(type_text) or {} if type_text else {}
-        yield midx[i], Change(kind[i], db[i], table[i], d[i], o[i], pk, mt, (bid[i], seq[i], row[i]))
-
-
 def _result(pid: int, ok: bool, rows: int, stats: ApplyStats, t0: float, error: str | None = None,
             table: str | None = None, key: str | None = None) -> pa.RecordBatch:
     row = {"partition": pid, "ok": ok, "rows": rows, "stats": json.dumps(stats.as_dict()), "error": error,
@@ -236,33 +214,26 @@ def apply_function(ctx: JobContext, counters=None):
         pid = tc.partitionId() if tc else 0
         t0 = time.monotonic()
         run = _PartitionRun(ctx, pid)
-        pending: dict[int, list[Change]] = {}
-        current: Change | None = None
-        cache: dict = {}
-        limits = [_commit_batch(m) for m in ctx.mappings]
+        pipe = Pipe(run)
+        feed = Feed(pipe, [_commit_batch(m) for m in ctx.mappings])
+        pks, types = Decoded(()), Decoded({})
         last = (-1, -1, -1)
         try:
             for batch in batches:
-                for midx, change in _changes(batch, cache):
-                    if change.seq < last:  # the plan promises seq order; never apply out of it
-                        raise SluiceError(f"internal: change {change.seq} reached partition {pid} after {last}; "
-                                          "nothing was acked", hint="report this; rerun with spark.partitions > 1")
-                    last = change.seq
-                    current = change
-                    buf = pending.setdefault(midx, [])
-                    buf.append(change)
-                    if len(buf) >= limits[midx]:
-                        run.flush(midx, buf)
-                        pending[midx] = []
-            for midx, buf in pending.items():
-                if buf:
-                    current = buf[0]
-                    run.flush(midx, buf)
+                midx, chunk = changes(batch, pks, types)
+                if chunk:
+                    check_order(last, chunk, pid)
+                    last = chunk[-1].seq
+                    feed.add(midx, chunk)
+            feed.drain()
+            pipe.finish()
             run.close()
         except Exception as e:  # noqa: BLE001 - every failure becomes this partition's result
+            pipe.stop()
             run.abort()
             if not isinstance(e, SluiceError):
                 e = SluiceError(f"{type(e).__name__}: {e}")
+            current = run.current
             table = getattr(e, "table", None) or (f"{current.database}.{current.table}" if current else None)
             key = getattr(e, "key", None) or (_key_text(current) if current else None)
             count(False, run, t0)

@@ -6,7 +6,6 @@ never a silent update of another row."""
 from __future__ import annotations
 
 import uuid
-from dataclasses import replace
 
 import happybase
 import pytest
@@ -30,7 +29,7 @@ UNIQUE = GoldenTable("uacc", ACCOUNTS.columns, pk=("id",), unique=(("name",),))
 
 
 def upsert(c: Change) -> Change:
-    return replace(c, kind="UPSERT")
+    return c._replace(kind="UPSERT")
 
 
 @pytest.fixture(scope="module", params=["mariadb", "postgresql", "sqlite"])

@@ -1,0 +1,140 @@
+"""From the Arrow batches a partition receives to the chunks it applies.
+
+``changes`` decodes one batch column by column into :class:`Change` objects, ``check_order``
+enforces the seq order the plan promises, ``Feed`` cuts each mapping's changes into chunks of
+``commitBatch``, and ``Pipe`` applies the chunks on a second thread, in order, so that decoding
+the next batch overlaps with the target executing the current chunk (a database driver waits
+on its socket with the GIL released).
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from itertools import islice
+from operator import le
+from typing import Any
+
+import orjson
+import pyarrow as pa
+
+from adapters.base import Change
+from pipeline.errors import SluiceError
+
+
+class Decoded(dict):
+    """Decoded JSON text by text (``pkNames``, ``mysqlType``: one distinct text per table)."""
+
+    def __init__(self, empty):
+        super().__init__()
+        self.empty = empty
+
+    def __missing__(self, text):
+        value = self[text] = (orjson.loads(text) or self.empty) if text else self.empty
+        if isinstance(value, list):
+            value = self[text] = tuple(value)
+        return value
+
+
+def changes(batch: pa.RecordBatch, pks: Decoded, types: Decoded) -> tuple[list[int], list[Change]]:
+    """The mapping indexes and Change objects of one Arrow batch, built column by column: the
+    row images ``d``/``o`` arrive as JSON text (decoded here with orjson), pkNames/mysqlType
+    as JSON text decoded once per distinct value."""
+    cols = batch.to_pydict()
+    loads = orjson.loads
+    d, o = cols["d"], cols["o"]
+    d = list(map(loads, d)) if batch.column("d").null_count == 0 else [loads(x) if x else {} for x in d]
+    nulls = batch.column("o").null_count
+    o = [None] * len(o) if nulls == len(o) else [loads(x) if x else None for x in o]
+    seqs = list(zip(cols["batchId"], cols["seq"], cols["row"], strict=True))
+    out = list(map(Change, cols["kind"], cols["database"], cols["table"], d, o,
+                       map(pks.__getitem__, cols["pkNames"]), map(types.__getitem__, cols["mysqlType"]), seqs))
+    return cols["midx"], out
+
+
+class Feed:
+    """Per-mapping chunks of ``commitBatch`` changes, flushed through the run as they fill."""
+
+    def __init__(self, run: Any, limits: list[int]):
+        self.run, self.limits = run, limits
+        self.pending: dict[int, list[Change]] = {}
+
+    def add(self, midx: list[int], changes: list[Change]) -> None:
+        first = midx[0]
+        if midx.count(first) == len(midx):  # the common case: one mapping's changes
+            self._extend(first, changes)
+            return
+        for m, c in zip(midx, changes, strict=True):
+            self._extend(m, [c])
+
+    def _extend(self, m: int, changes: list[Change]) -> None:
+        buf, limit, i = self.pending.setdefault(m, []), self.limits[m], 0
+        while i < len(changes):
+            take = limit - len(buf)
+            buf.extend(changes[i:i + take])
+            i += take
+            if len(buf) >= limit:
+                self.run.flush(m, buf)
+                buf = self.pending[m] = []
+
+    def drain(self) -> None:
+        for m, buf in self.pending.items():
+            if buf:
+                self.run.flush(m, buf)
+        self.pending = {}
+
+
+def check_order(last: tuple, changes: list[Change], pid: int) -> None:
+    """The plan promises seq order within a partition; never apply out of it."""
+    seqs = [c.seq for c in changes]
+    if seqs[0] >= last and all(map(le, seqs, islice(seqs, 1, None))):
+        return
+    bad = next(s for p, s in zip([last, *seqs], seqs, strict=False) if s < p)
+    raise SluiceError(f"internal: change {bad} reached partition {pid} out of order; nothing was acked",
+                      hint="report this; rerun with spark.partitions > 1")
+
+
+class Pipe:
+    """``flush(midx, chunk)`` on a thread of its own, one chunk after the other in the order given.
+
+    At most ``depth`` chunks wait. After a failure later chunks are dropped (not applied) and the
+    error is raised to the caller at its next ``flush`` or at ``finish``."""
+
+    def __init__(self, run: Any, depth: int = 2):
+        self.run = run
+        self.error: BaseException | None = None
+        self._dropping = False
+        self._q: queue.Queue = queue.Queue(maxsize=depth)
+        self._thread = threading.Thread(target=self._loop, name="sluice-apply", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while True:
+            item = self._q.get()
+            if item is None:
+                return
+            if self.error is None and not self._dropping:
+                try:
+                    self.run.flush(*item)
+                except BaseException as e:  # noqa: BLE001 - handed to the caller
+                    self.error = e
+
+    def flush(self, midx: int, chunk: list[Change]) -> None:
+        if self.error is not None:
+            raise self.error
+        self._q.put((midx, chunk))
+
+    def finish(self) -> None:
+        """Wait for every submitted chunk; raise the first failure."""
+        self.stop(drop=False)
+        if self.error is not None:
+            raise self.error
+
+    def stop(self, drop: bool = True) -> None:
+        """End the thread; ``drop``: chunks still waiting are not applied (the caller failed)."""
+        self._dropping = drop
+        if self._thread.is_alive():
+            self._q.put(None)
+            self._thread.join()
+
+

@@ -1,0 +1,98 @@
+"""The executor side of a partition without Spark: decoding Arrow batches into Changes,
+the order check, and cutting chunks of commitBatch per mapping."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pytest
+
+from adapters.base import Change
+from pipeline.errors import SluiceError
+from pipeline.job.feed import Decoded, Feed, Pipe, changes, check_order
+
+
+def batch(rows: list[dict]) -> pa.RecordBatch:
+    cols = ["midx", "kind", "database", "table", "d", "o", "pkNames", "mysqlType", "batchId", "seq", "row", "sub"]
+    return pa.RecordBatch.from_pylist([{c: r.get(c) for c in cols} for r in rows])
+
+
+def row(i: int, midx: int = 0, kind: str = "INSERT", old: dict | None = None, d: dict | None = None) -> dict:
+    return {"midx": midx, "kind": kind, "database": "db", "table": "t",
+            "d": json.dumps(d if d is not None else {"id": str(i), "v": None}),
+            "o": json.dumps(old) if old is not None else None, "pkNames": '["id"]',
+            "mysqlType": '{"id":"int","v":"text"}', "batchId": 1, "seq": i, "row": 0, "sub": 0}
+
+
+def test_changes_are_decoded_column_by_column():
+    pks, types = Decoded(()), Decoded({})
+    b = batch([row(1), row(2, kind="UPDATE", old={"v": "x"}), {**row(3), "pkNames": None, "mysqlType": None}])
+    midx, out = changes(b, pks, types)
+    assert midx == [0, 0, 0]
+    assert out[0] == Change("INSERT", "db", "t", {"id": "1", "v": None}, None, ("id",),
+                                {"id": "int", "v": "text"}, (1, 1, 0))
+    assert out[1].old == {"v": "x"} and out[1].kind == "UPDATE"
+    assert out[2].pk_names == () and out[2].mysql_type == {}
+    assert out[0].mysql_type is out[1].mysql_type  # decoded once per distinct text
+
+
+def test_order_is_checked_within_and_across_batches():
+    cs = [Change("INSERT", "db", "t", {}, seq=(1, i, 0)) for i in range(5)]
+    check_order((-1, -1, -1), cs, 0)
+    with pytest.raises(SluiceError, match=r"\(1, 2, 0\) reached partition 3 out of order"):
+        check_order((-1, -1, -1), [cs[0], cs[3], cs[2]], 3)
+    with pytest.raises(SluiceError, match="out of order"):
+        check_order((1, 9, 0), cs, 0)
+
+
+class FakeRun:
+    def __init__(self):
+        self.flushed: list[tuple[int, list[int]]] = []
+
+    def flush(self, midx: int, chunk: list[Change]) -> None:
+        self.flushed.append((midx, [c.seq[1] for c in chunk]))
+
+
+def test_feed_cuts_chunks_per_mapping_in_order():
+    run = FakeRun()
+    feed = Feed(run, [3, 2])
+    cs = [Change("INSERT", "db", "t", {}, seq=(1, i, 0)) for i in range(10)]
+    feed.add([0] * 4, cs[:4])                      # one mapping: sliced into chunks of 3
+    feed.add([0, 1, 1, 0, 1, 1], cs[4:])           # mixed
+    feed.drain()
+    assert run.flushed == [(0, [0, 1, 2]), (1, [5, 6]), (0, [3, 4, 7]), (1, [8, 9])]
+    feed.drain()
+    assert len(run.flushed) == 4
+
+
+def test_pipe_applies_in_order_on_its_own_thread_and_reports_the_first_failure():
+    import threading
+    import time
+
+    class Run(FakeRun):
+        def flush(self, midx, chunk):
+            assert threading.current_thread().name == "sluice-apply"
+            time.sleep(0.01)
+            if chunk[0].seq[1] == 3:
+                raise RuntimeError("boom")
+            super().flush(midx, chunk)
+
+    cs = [[Change("INSERT", "db", "t", {}, seq=(1, i, 0))] for i in range(3)]
+    run = Run()
+    pipe = Pipe(run)
+    for c in cs:
+        pipe.flush(0, c)
+    pipe.finish()
+    assert run.flushed == [(0, [0]), (0, [1]), (0, [2])]
+    run, bad = Run(), [Change("INSERT", "db", "t", {}, seq=(1, 3, 0))]
+    pipe = Pipe(run)
+    pipe.flush(0, bad)
+    pipe.flush(0, cs[0])
+    with pytest.raises(RuntimeError, match="boom"):
+        for _ in range(50):
+            time.sleep(0.01)
+            pipe.flush(0, cs[1])
+    with pytest.raises(RuntimeError, match="boom"):
+        pipe.finish()
+    assert run.flushed == []   # nothing after the failure was applied
