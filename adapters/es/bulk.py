@@ -14,13 +14,13 @@ across them), reads every item's result, and
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from dataclasses import dataclass
 from typing import Any
 
 import elasticsearch
+import orjson
 
 from adapters.es.config import EsTarget
 from adapters.es.errors import from_exception, is_transient_item, item_error
@@ -28,7 +28,6 @@ from adapters.es.errors import from_exception, is_transient_item, item_error
 _clients: dict[EsTarget, elasticsearch.Elasticsearch] = {}
 _fields: dict[tuple[EsTarget, str], dict[str, str]] = {}
 _lock = threading.Lock()
-_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False).encode
 
 
 @dataclass(slots=True)
@@ -48,7 +47,9 @@ def client(target: EsTarget) -> elasticsearch.Elasticsearch:
     with _lock:
         c = _clients.get(target)
         if c is None:
-            c = _clients[target] = elasticsearch.Elasticsearch(**target.client_kwargs())
+            # orjson also decodes the responses (a bulk response holds an item per action)
+            c = _clients[target] = elasticsearch.Elasticsearch(**target.client_kwargs(),
+                                                               serializer=elasticsearch.OrjsonSerializer())
         return c
 
 
@@ -85,10 +86,10 @@ def _lines(a: Action) -> bytes:
         meta["routing"] = a.routing
     if a.op == "update":
         meta["retry_on_conflict"] = 3
-    head = _dumps({a.op: meta})
+    head = orjson.dumps({a.op: meta})
     if a.body is None:
-        return (head + "\n").encode("utf-8")
-    return (head + "\n" + _dumps(a.body) + "\n").encode("utf-8")
+        return head + b"\n"
+    return b"".join((head, b"\n", orjson.dumps(a.body), b"\n"))
 
 
 def send(target: EsTarget, actions: list[Action]) -> list[Action]:
