@@ -43,19 +43,11 @@ DML_SCHEMA = StructType([
 #: type as its text), so they cross to the executor without being built into maps and written
 #: back with ``to_json``; the JVM parses a row image only where it needs a key (see plan.py).
 #: Fields the plan does not use are skipped by the reader.
-JOB_SCHEMA = StructType([
-    StructField("database", StringType()),
-    StructField("table", StringType()),
-    StructField("type", StringType()),
-    StructField("isDdl", BooleanType()),
-    StructField("sql", StringType()),
-    StructField("pkNames", StringType()),
-    StructField("data", ArrayType(StringType())),
-    StructField("old", ArrayType(StringType())),
-    StructField("mysqlType", StringType()),
-    StructField("batchId", LongType()),
-    StructField("seq", LongType()),
-])
+_AS_TEXT = {"pkNames": StringType(), "data": ArrayType(StringType()), "old": ArrayType(StringType()),
+            "mysqlType": StringType()}
+_JOB_FIELDS = ("database", "table", "type", "isDdl", "sql", "pkNames", "data", "old", "mysqlType", "batchId", "seq")
+JOB_SCHEMA = StructType([StructField(f.name, _AS_TEXT.get(f.name, f.dataType))
+                         for f in DML_SCHEMA.fields if f.name in _JOB_FIELDS])
 
 #: One single-row change routed to one mapping (what a partition holds).
 CHANGE_COLUMNS = ["midx", "kind", "database", "table", "d", "o", "pkNames", "mysqlType",
