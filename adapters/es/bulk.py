@@ -14,6 +14,7 @@ across them), reads every item's result, and
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from dataclasses import dataclass
@@ -80,16 +81,23 @@ def field_types(target: EsTarget, index: str) -> dict[str, str]:
     return types
 
 
+def _dumps(obj: Any) -> bytes:
+    try:
+        return orjson.dumps(obj)
+    except orjson.JSONEncodeError:  # e.g. an integer beyond 64 bits: Elasticsearch judges it, per item
+        return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
 def _lines(a: Action) -> bytes:
     meta: dict[str, Any] = {"_index": a.index, "_id": a.doc_id}
     if a.routing is not None:
         meta["routing"] = a.routing
     if a.op == "update":
         meta["retry_on_conflict"] = 3
-    head = orjson.dumps({a.op: meta})
+    head = _dumps({a.op: meta})
     if a.body is None:
         return head + b"\n"
-    return b"".join((head, b"\n", orjson.dumps(a.body), b"\n"))
+    return b"".join((head, b"\n", _dumps(a.body), b"\n"))
 
 
 def send(target: EsTarget, actions: list[Action]) -> list[Action]:
