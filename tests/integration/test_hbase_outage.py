@@ -65,6 +65,19 @@ def _arrow(changes: list[tuple[str, dict, dict | None]], start: int) -> pa.Recor
     return pa.RecordBatch.from_pylist(out, schema=CHANGE_SCHEMA)
 
 
+def _wait_for_rows(port: int, m, n: int, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        c = happybase.Connection("127.0.0.1", port)
+        try:
+            if len(read_rows(c, m, T.mysql_type)) >= n:
+                return
+        finally:
+            c.close()
+        assert time.monotonic() < deadline, f"{n} rows never reached HBase"
+        time.sleep(0.1)
+
+
 def test_thrift_killed_mid_apply_fails_partition_then_rerun_converges(hbase, own_thrift):
     server = own_thrift()
     name = f"SLT_outage_{uuid.uuid4().hex[:6]}"
@@ -90,6 +103,9 @@ def test_thrift_killed_mid_apply_fails_partition_then_rerun_converges(hbase, own
     def feed(kill_after: int | None):
         for i, part in enumerate(parts):
             if kill_after is not None and i == kill_after:
+                # chunks are applied on the partition's apply thread: wait until the first
+                # batch's 4 chunks are in HBase, then take the gateway away
+                _wait_for_rows(server.port, m, kill_after * 200)
                 server.kill()
             yield _arrow(part, i * 200)
 
