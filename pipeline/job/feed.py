@@ -30,9 +30,8 @@ class Decoded(dict):
         self.empty = empty
 
     def __missing__(self, text):
-        value = self[text] = (orjson.loads(text) or self.empty) if text else self.empty
-        if isinstance(value, list):
-            value = self[text] = tuple(value)
+        value = (orjson.loads(text) or self.empty) if text else self.empty
+        self[text] = value = tuple(value) if isinstance(value, list) else value
         return value
 
 
