@@ -169,9 +169,9 @@ class RdbTarget:
 def _int(value: Any, file: str, key: str) -> int:
     try:
         n = int(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: .inf in YAML
         n = 0
-    if n <= 0 or isinstance(value, bool):
+    if n <= 0 or isinstance(value, bool) or (isinstance(value, float) and value != n):
         raise ConfigError(file, key, f"must be a positive integer, got {value!r}")
     return n
 
