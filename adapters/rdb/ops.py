@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.exc import DBAPIError
 
 from adapters.base import Change
+from adapters.rdb import literals
 from adapters.rdb.errors import classify, format_key, row_error
 from adapters.rdb.plan import Plan
 from adapters.rdb.statements import is_lob
@@ -33,16 +34,16 @@ def _size(row: tuple) -> int:
     return sum(len(v) for v in row if v.__class__ is str or v.__class__ is bytes) * 2 + 8 * len(row)
 
 
-def chunks(w: RdbWriter, plan: Plan, rows: list[tuple], width: int) -> list[tuple[int, int]]:
+def chunks(w: RdbWriter, plan: Plan, rows: list, width: int, row_size=_size) -> list[tuple[int, int]]:
     """``(start, end)`` slices: at most MAX_ROWS rows, the dialect's parameter limit and (MySQL,
-    when a column may be large) the statement byte budget."""
+    when a column may be large) the statement byte budget (``row_size``: the bytes of one row)."""
     per = max(1, min(MAX_ROWS, w.dialect.max_params // max(width, 1)))
     big = w.dialect.family == "mysql" and any(is_lob(plan.info.columns[t]) for t in plan.tgt)
     if not big:
         return [(i, min(i + per, len(rows))) for i in range(0, len(rows), per)]
     out, start, size, budget = [], 0, 0, w.target.max_statement_bytes
     for i, r in enumerate(rows):
-        s = _size(r)
+        s = row_size(r)
         if i > start and (i - start >= per or size + s > budget):
             out.append((start, i))
             start, size = i, 0
@@ -93,17 +94,45 @@ def insert(w: RdbWriter, plan: Plan, changes: list[Change], rows: list[tuple]) -
         w.count("skipped", plan, len(part) - n)
 
 
-def _mysql_insert(w: RdbWriter, plan: Plan, changes: list[Change], rows: list[tuple]) -> None:
+def insert_rendered(w: RdbWriter, plan: Plan, changes: list[Change]) -> None:
+    """MySQL INSERT of Dml rows as rendered literals (:mod:`adapters.rdb.literals`); a chunk that
+    does not render, or whose statement fails, goes the parameter path (which also names the row)."""
+    raw = literals.driver_connection(w.conn)
+    if raw is None:
+        return insert(w, plan, changes, w.rows(plan, changes))
+    head = w.sql.insert_head(plan.info, plan.tgt)
+    get = plan.getter
+    for a, b in chunks(w, plan, changes, len(plan.tgt), row_size=lambda c: _size(get(c.data))):
+        cs = changes[a:b]
+        text = literals.insert_values(plan, cs, raw)
+        if text is not None:
+            try:
+                n = literals.execute(raw, head + text)
+            except Exception as e:  # noqa: BLE001 - sorted below, the parameter path reports it
+                if not literals.is_driver_error(e):
+                    raise
+                if w.dialect.is_unique_violation(e):
+                    _mysql_insert(w, plan, cs, w.rows(plan, cs), tried=True)
+                    continue
+            else:
+                w.count("inserted", plan, n)
+                continue
+        _mysql_insert(w, plan, cs, w.rows(plan, cs))
+
+
+def _mysql_insert(w: RdbWriter, plan: Plan, changes: list[Change], rows: list[tuple], tried: bool = False) -> None:
     """Multi-row INSERT; on a duplicate key drop the rows whose key exists and retry once;
-    a second duplicate is another unique key (or a key twice in the chunk): row by row."""
+    a second duplicate is another unique key (or a key twice in the chunk): row by row.
+    ``tried``: the multi-row INSERT already failed on a duplicate key."""
     sql = w.sql
-    try:
-        w.exec(sql.insert(plan.info, plan.tgt, len(rows)), _flat(rows))
-        w.count("inserted", plan, len(rows))
-        return
-    except DBAPIError as e:
-        if not w.dialect.is_unique_violation(e.orig):
-            raise locate(w, plan, e, changes, sql.insert(plan.info, plan.tgt, 1), rows, "insert into") from None
+    if not tried:
+        try:
+            w.exec(sql.insert(plan.info, plan.tgt, len(rows)), _flat(rows))
+            w.count("inserted", plan, len(rows))
+            return
+        except DBAPIError as e:
+            if not w.dialect.is_unique_violation(e.orig):
+                raise locate(w, plan, e, changes, sql.insert(plan.info, plan.tgt, 1), rows, "insert into") from None
     existing = probe(w, plan, rows)
     w.count("skipped", plan, len(existing))
     keep = [i for i in range(len(rows)) if i not in existing]

@@ -30,14 +30,14 @@ class Plan:
     source: str  # "db.table", for messages
 
     def __post_init__(self) -> None:
-        self._get = _getter(self.src)
+        self.getter = _getter(self.src)
         self._fix = tuple((i, f) for i, f in enumerate(self.convs) if f is not None)
         self.index = {s: i for i, s in enumerate(self.src)}
         self.key_pos = tuple(self.index[s] for s in self.key_src)
 
     def rows(self, changes: list[Change]) -> list[tuple]:
         """Converted target values, one tuple per change, in ``src`` order."""
-        get, fix = self._get, self._fix
+        get, fix = self.getter, self._fix
         if not fix:
             return [get(c.data) for c in changes]
         out = []
@@ -64,7 +64,7 @@ class Plan:
 
     def image(self, values: dict[str, str | None]) -> tuple:
         """One converted row from any image (e.g. the before-image of an UPDATE)."""
-        r = list(self._get(values))
+        r = list(self.getter(values))
         for i, f in self._fix:
             r[i] = f(r[i])
         return tuple(r)

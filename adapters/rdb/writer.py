@@ -192,7 +192,14 @@ class RdbWriter(Writer):
             for c in run:
                 ops.keyless(self, plan, c, None)
             return
-        rows = self._rows(plan, run)
+        if first.kind == "INSERT" and self.dialect.family == "mysql" and plan.key_pos:
+            for a, b, empties in _segments(plan, run):  # rows as rendered literals, no row tuples
+                if empties:
+                    ops.relaxed_row(self, plan, run[a], self.rows(plan, run[a:b])[0], empties)
+                else:
+                    ops.insert_rendered(self, plan, run[a:b])
+            return
+        rows = self.rows(plan, run)
         if first.kind == "INSERT":
             return self._each_segment(plan, run, rows, lambda cs, rs: ops.insert(self, plan, cs, rs))
         if first.kind == "UPSERT":  # full loads (sluice etl/bootstrap): insert or overwrite by key
@@ -206,7 +213,9 @@ class RdbWriter(Writer):
             return
         self._each_segment(plan, run, rows, lambda cs, rs: ops.update(self, plan, cs, rs, sets))
 
-    def _rows(self, plan: Plan, run: list[Change]) -> list[tuple]:
+    def rows(self, plan: Plan, run: list[Change]) -> list[tuple]:
+        """The converted target values of ``run``; a value that does not convert is a RowError
+        naming the row's key and the column."""
         try:
             return plan.rows(run)
         except (ValueError, TypeError, OverflowError, UnicodeError):
@@ -229,16 +238,11 @@ class RdbWriter(Writer):
         """Apply rows set-based, except MySQL rows with ENUM '' which go one by one, relaxed."""
         if not plan.relax:
             return apply_rows(run, rows)
-        start = 0
-        for i, r in enumerate(rows):
-            empties = sum(1 for p in plan.relax if r[p] == "")
+        for a, b, empties in _segments(plan, run):
             if empties:
-                if i > start:
-                    apply_rows(run[start:i], rows[start:i])
-                ops.relaxed_row(self, plan, run[i], r, empties)
-                start = i + 1
-        if start < len(rows):
-            apply_rows(run[start:], rows[start:])
+                ops.relaxed_row(self, plan, run[a], rows[a], empties)
+            else:
+                apply_rows(run[a:b], rows[a:b])
 
     # -- DDL and pre-flight ------------------------------------------------------------------------
     def apply_ddl(self, mapping: Any, ddl: DdlChange) -> None:
@@ -256,6 +260,26 @@ class RdbWriter(Writer):
         finally:
             self.conn = None
             conn.close()
+
+
+def _segments(plan: Plan, run: list[Change]):
+    """``(start, end, empties)``: runs of changes to apply set-based (``empties`` 0), and single
+    changes with ``empties`` ENUM columns holding '' (MySQL, :attr:`Plan.relax`; such columns
+    have no converter, so the Dml string is the value)."""
+    if not plan.relax:
+        yield 0, len(run), 0
+        return
+    cols = [plan.src[p] for p in plan.relax]
+    start = 0
+    for i, c in enumerate(run):
+        empties = sum(1 for s in cols if c.data[s] == "")
+        if empties:
+            if i > start:
+                yield start, i, 0
+            yield i, i + 1, empties
+            start = i + 1
+    if start < len(run):
+        yield start, len(run), 0
 
 
 def _run_end(changes: list[Change], i: int) -> int:

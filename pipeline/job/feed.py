@@ -35,20 +35,33 @@ class Decoded(dict):
         return value
 
 
+def repeated(column: pa.Array, decode=None) -> list:
+    """A column of few distinct values (kind, database, table, pkNames, mysqlType) as a list that
+    holds one Python object per distinct value: Arrow dictionary-encodes it, ``decode`` (if
+    given) runs once per distinct value, and the rows only index into the result."""
+    enc = column.dictionary_encode(null_encoding="encode")
+    values = enc.dictionary.to_pylist()
+    if decode is not None:
+        values = list(map(decode, values))
+    if len(values) == 1:
+        return values * len(column)
+    return list(map(values.__getitem__, enc.indices.to_pylist()))
+
+
 def changes(batch: pa.RecordBatch, pks: Decoded, types: Decoded) -> tuple[list[int], list[Change]]:
     """The mapping indexes and Change objects of one Arrow batch, built column by column: the
-    row images ``d``/``o`` arrive as JSON text (decoded here with orjson), pkNames/mysqlType
-    as JSON text decoded once per distinct value."""
-    cols = batch.to_pydict()
-    loads = orjson.loads
-    d, o = cols["d"], cols["o"]
-    d = list(map(loads, d)) if batch.column("d").null_count == 0 else [loads(x) if x else {} for x in d]
-    nulls = batch.column("o").null_count
-    o = [None] * len(o) if nulls == len(o) else [loads(x) if x else None for x in o]
-    seqs = list(zip(cols["batchId"], cols["seq"], cols["row"], strict=True))
-    out = list(map(Change, cols["kind"], cols["database"], cols["table"], d, o,
-                       map(pks.__getitem__, cols["pkNames"]), map(types.__getitem__, cols["mysqlType"]), seqs))
-    return cols["midx"], out
+    row images ``d``/``o`` arrive as JSON text (decoded here with orjson), the repeated columns
+    are materialized once per distinct value (:func:`repeated`)."""
+    col, loads = batch.column, orjson.loads
+    d = col("d")
+    d = list(map(loads, d.to_pylist())) if d.null_count == 0 else [loads(x) if x else {} for x in d.to_pylist()]
+    o = col("o")
+    o = [None] * len(o) if o.null_count == len(o) else [loads(x) if x else None for x in o.to_pylist()]
+    seqs = list(zip(col("batchId").to_pylist(), col("seq").to_pylist(), col("row").to_pylist(), strict=True))
+    out = list(map(Change, repeated(col("kind")), repeated(col("database")), repeated(col("table")), d, o,
+                   repeated(col("pkNames"), pks.__getitem__), repeated(col("mysqlType"), types.__getitem__),
+                   seqs))
+    return col("midx").to_pylist(), out
 
 
 class Feed:

@@ -114,3 +114,60 @@ def test_value_that_does_not_fit_names_row_and_column(pg):
         w.apply(route, [t.insert(t.row(id="3", flag="2"))])
     w.rollback()
     w.close()
+
+
+def test_rendered_insert_literals_equal_the_drivers_parameters(maria):
+    """MySQL INSERTs run as rendered literals (adapters/rdb/literals.py): every value must come
+    out exactly as pymysql renders the converted value when it is a bound parameter, NULLs and
+    the awkward strings included; a value that does not convert leaves it to the parameter path."""
+    from adapters.rdb import literals
+
+    route = maria.create(EVERY_TYPE)
+    full = {**golden.every_type_row(), "e": "small"}
+    nulls = {c: None for c in full} | {"id": "2"}
+    odd = {**full, "id": "-3", "txt": "'\\\x00\x1a\n\r\"%%s%(a)s\U0001F680", "ch": "", "dec": "-0.0"}
+    changes = [EVERY_TYPE.insert(r) for r in (full, nulls, odd)]
+    w = make_writer(maria.target, (route,))
+    w.open()
+    try:
+        plan = w.plan(w.route(route, EVERY_TYPE.database, EVERY_TYPE.name), changes[0])
+        raw = literals.driver_connection(w.conn)
+        assert raw is not None
+        want = ",".join("(" + ",".join(raw.escape(v) for v in r) + ")" for r in w.rows(plan, changes))
+        assert literals.insert_values(plan, changes, raw) == want
+        for c in changes:  # row by row too (a column without NULLs takes the fast branch)
+            assert literals.insert_values(plan, [c], raw) == "(" + ",".join(map(raw.escape, w.rows(plan, [c])[0])) + ")"
+        bad = EVERY_TYPE.insert({**full, "id": "4", "u64": "12x"})
+        assert literals.insert_values(plan, [bad], raw) is None
+    finally:
+        w.rollback()
+        w.close()
+    stats = apply(maria, route, [changes])
+    assert sum(stats.inserted.values()) == 3
+    got = maria.run(f"SELECT id, CAST(txt AS CHAR) FROM {maria.qt(route.target_table)} ORDER BY id")
+    assert [(i, t) for i, t in got] == [(-3, odd["txt"]), (1, full["txt"]), (2, None)]
+
+
+def test_large_values_are_cut_into_statements_within_the_byte_budget(maria):
+    """A table with a LOB column: rendered multi-row INSERTs stay under maxStatementBytes."""
+    import dataclasses
+
+    from adapters.rdb import ops
+
+    t = golden.GoldenTable("lob", (("id", "int(11)"), ("body", "mediumtext")), pk=("id",))
+    route = maria.create(t)
+    rows = [t.row(id=str(i), body=("x'\\" * 3000)[: 5000 + i]) for i in range(40)]
+    target = dataclasses.replace(maria.target, max_statement_bytes=64 * 1024)
+    w = make_writer(target, (route,))
+    w.open()
+    try:
+        changes = [t.insert(r) for r in rows]
+        plan = w.plan(w.route(route, t.database, t.name), changes[0])
+        cuts = ops.chunks(w, plan, changes, 2, row_size=lambda c: ops._size(plan.getter(c.data)))
+        assert len(cuts) > 3 and cuts[0][0] == 0 and cuts[-1][1] == 40
+        w.apply(route, changes)
+        w.commit()
+    finally:
+        w.close()
+    got = maria.run(f"SELECT id, body FROM {maria.qt(route.target_table)} ORDER BY id")
+    assert [(str(i), b) for i, b in got] == [(r["id"], r["body"]) for r in rows]

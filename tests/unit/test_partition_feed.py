@@ -37,6 +37,16 @@ def test_changes_are_decoded_column_by_column():
     assert out[0].mysql_type is out[1].mysql_type  # decoded once per distinct text
 
 
+def test_repeated_columns_keep_each_rows_value():
+    rows = [{**row(i), "table": f"t{i % 3}", "database": None if i == 4 else "db",
+             "mysqlType": '{"id":"int"}' if i % 2 else '{"id":"bigint"}'} for i in range(7)]
+    _, out = changes(batch(rows), Decoded(()), Decoded({}))
+    assert [c.table for c in out] == [f"t{i % 3}" for i in range(7)]
+    assert [c.database for c in out] == ["db"] * 4 + [None] + ["db"] * 2
+    assert [c.mysql_type["id"] for c in out] == ["bigint", "int"] * 3 + ["bigint"]
+    assert out[1].mysql_type is out[3].mysql_type
+
+
 def test_order_is_checked_within_and_across_batches():
     cs = [Change("INSERT", "db", "t", {}, seq=(1, i, 0)) for i in range(5)]
     check_order((-1, -1, -1), cs, 0)
