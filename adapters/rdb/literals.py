@@ -7,7 +7,8 @@ the plan's column rules are applied to whole columns of a chunk: an integer colu
 ``int()``-checked and written with ``%d``, a text column goes through pymysql's own
 ``escape_string`` into quotes, and every other column (binary, FLOAT, NULLs) through the
 connection's ``escape`` of the converted value, exactly as a bound parameter would be. The
-statement then runs on the DBAPI cursor without parameters, so nothing re-interprets ``%``.
+statement runs through SQLAlchemy like any other (its transaction, its error translation) with
+an empty parameter tuple, so the caller doubles ``%`` for the driver's interpolation.
 
 Anything unusual (a server in NO_BACKSLASH_ESCAPES mode, a driver other than pymysql, a value
 the converters refuse) returns ``None`` and the caller uses the parameter path.
@@ -71,13 +72,3 @@ def insert_values(plan: Plan, changes: list[Change], raw: Any) -> str | None:
         return None
     fmt = "(" + ",".join(pieces) + ")"
     return ",".join([fmt % r for r in zip(*cols, strict=True)])
-
-
-def execute(raw: Any, sql: str) -> int:
-    """Run ``sql`` as is (no parameter substitution) on the DBAPI connection; rows affected."""
-    with raw.cursor() as cur:
-        return cur.execute(sql)
-
-
-def is_driver_error(e: BaseException) -> bool:
-    return pymysql is not None and isinstance(e, pymysql.err.Error)

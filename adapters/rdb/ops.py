@@ -95,29 +95,29 @@ def insert(w: RdbWriter, plan: Plan, changes: list[Change], rows: list[tuple]) -
 
 
 def insert_rendered(w: RdbWriter, plan: Plan, changes: list[Change]) -> None:
-    """MySQL INSERT of Dml rows as rendered literals (:mod:`adapters.rdb.literals`); a chunk that
-    does not render, or whose statement fails, goes the parameter path (which also names the row)."""
+    """MySQL INSERT of Dml rows as rendered literals (:mod:`adapters.rdb.literals`), executed like
+    every other statement (the connection's transaction, error translation); a chunk that does
+    not render goes the parameter path, which also names a row whose value does not convert."""
     raw = literals.driver_connection(w.conn)
     if raw is None:
         return insert(w, plan, changes, w.rows(plan, changes))
-    head = w.sql.insert_head(plan.info, plan.tgt)
+    head = w.sql.insert(plan.info, plan.tgt, 0)  # identifiers' '%' doubled, like the values' below
     get = plan.getter
     for a, b in chunks(w, plan, changes, len(plan.tgt), row_size=lambda c: _size(get(c.data))):
         cs = changes[a:b]
         text = literals.insert_values(plan, cs, raw)
-        if text is not None:
-            try:
-                n = literals.execute(raw, head + text)
-            except Exception as e:  # noqa: BLE001 - sorted below, the parameter path reports it
-                if not literals.is_driver_error(e):
-                    raise
-                if w.dialect.is_unique_violation(e):
-                    _mysql_insert(w, plan, cs, w.rows(plan, cs), tried=True)
-                    continue
-            else:
-                w.count("inserted", plan, n)
-                continue
-        _mysql_insert(w, plan, cs, w.rows(plan, cs))
+        if text is None:
+            _mysql_insert(w, plan, cs, w.rows(plan, cs))
+            continue
+        try:
+            n = w.exec(head + text.replace("%", "%%"), ()).rowcount  # the driver interpolates '%'
+        except DBAPIError as e:
+            rows = w.rows(plan, cs)
+            if not w.dialect.is_unique_violation(e.orig):
+                raise locate(w, plan, e, cs, w.sql.insert(plan.info, plan.tgt, 1), rows, "insert into") from None
+            _mysql_insert(w, plan, cs, rows, tried=True)
+            continue
+        w.count("inserted", plan, n)
 
 
 def _mysql_insert(w: RdbWriter, plan: Plan, changes: list[Change], rows: list[tuple], tried: bool = False) -> None:

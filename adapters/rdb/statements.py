@@ -62,11 +62,6 @@ class Sql:
             sql += f" ON CONFLICT ({', '.join(self.q(c) for c in skip_on)}) DO NOTHING"
         return sql
 
-    def insert_head(self, info: TableInfo, cols: tuple[str, ...]) -> str:
-        """``INSERT INTO t (cols) VALUES `` for SQL run without parameters (rendered literals):
-        the identifiers' ``%`` are not doubled there."""
-        return self.insert(info, cols, 0).replace("%%", "%")
-
     def upsert(self, info: TableInfo, cols: tuple[str, ...], nrows: int, key: tuple[str, ...]) -> str:
         """PostgreSQL/SQLite: insert, or overwrite every non-key column of the row with the same
         primary key (``ON CONFLICT (pk) DO UPDATE``; a conflict on another unique key still fails)."""

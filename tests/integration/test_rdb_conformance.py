@@ -264,3 +264,15 @@ def test_check_names_missing_table_and_column(env):
         make_writer(env.target, (replace(route, columns=(("name", "nick"),)),)).check()
     with pytest.raises(TargetError, match=r"no primary key or unique index on \(name\)"):
         make_writer(env.target, (replace(route, pk=(("name", "name"),)),)).check()
+
+
+def test_inserts_of_every_chunk_are_committed(env):
+    """One writer, several chunks of INSERTs, a commit after each: every chunk is in the target
+    after the writer closed (the MySQL INSERT path renders literals; it must stay inside the
+    connection's transaction, not beside it)."""
+    t = GoldenTable("chunks", (("id", "int(11)"), ("v", "varchar(20)")), pk=("id",))
+    route = env.create(t)
+    batches = [[t.insert(t.row(id=str(b * 10 + i), v=f"100% {b}'{i}")) for i in range(3)] for b in range(4)]
+    stats = apply(env, route, batches)
+    assert sum(stats.inserted.values()) == 12
+    assert len(env.rows(route, t.names)) == 12
