@@ -25,6 +25,7 @@ import orjson
 
 from adapters.es.config import EsTarget
 from adapters.es.errors import from_exception, is_transient_item, item_error
+from pipeline.logs import register_secret
 
 _clients: dict[EsTarget, elasticsearch.Elasticsearch] = {}
 _fields: dict[tuple[EsTarget, str], dict[str, str]] = {}
@@ -48,6 +49,7 @@ def client(target: EsTarget) -> elasticsearch.Elasticsearch:
     with _lock:
         c = _clients.get(target)
         if c is None:
+            register_secret(target.password.reveal())  # masked in every log line from now on
             # orjson also decodes the responses (a bulk response holds an item per action)
             c = _clients[target] = elasticsearch.Elasticsearch(**target.client_kwargs(),
                                                                serializer=elasticsearch.OrjsonSerializer())

@@ -22,3 +22,13 @@ def test_an_integer_beyond_64_bits_is_sent_for_elasticsearch_to_judge():
     a row error, as before orjson)."""
     body = _lines(Action("index", "i", "1", {"n": 2**70})).split(b"\n")[1]
     assert body == b'{"n":1180591620717411303424}'
+
+
+def test_the_es_password_is_masked_in_logs_once_a_client_exists():
+    from adapters.es.bulk import client
+    from adapters.es.config import EsTarget
+    from pipeline.logs import mask
+    from pipeline.secrets import Secret
+
+    client(EsTarget(hosts=("http://127.0.0.1:9",), username="elastic", password=Secret("es-Pw-5l9q")))
+    assert mask("connect failed for elastic:es-Pw-5l9q@127.0.0.1") == "connect failed for elastic:***@127.0.0.1"
