@@ -21,6 +21,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from pipeline.errors import ConfigError
+from pipeline.mapping.loader import StrictLoader
 from pipeline.secrets import Secret, resolve_password
 
 ENV_OVERRIDES = {
@@ -287,7 +288,7 @@ def load_config(path: str | os.PathLike) -> Config:
     except (OSError, UnicodeDecodeError) as e:
         raise ConfigError(file, None, f"cannot read: {e}") from None
     try:
-        raw = yaml.safe_load(text)
+        raw = yaml.load(text, Loader=StrictLoader)  # noqa: S506 - a SafeLoader subclass (duplicate keys refused)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""

@@ -15,7 +15,7 @@ from pipeline.mapping.model import Mapping, parse_mapping
 _GLOB_CHARS = set("*?[")
 
 
-class _StrictLoader(yaml.SafeLoader):
+class StrictLoader(yaml.SafeLoader):
     """SafeLoader that refuses a key written twice in one mapping (YAML keeps the last)."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
@@ -36,7 +36,7 @@ class _StrictLoader(yaml.SafeLoader):
 def parse_mapping_text(text: str, file: str = "<mapping>") -> Mapping:
     """Parse the YAML text of a mapping file; errors name ``file`` (and the line)."""
     try:
-        raw = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+        raw = yaml.load(text, Loader=StrictLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""

@@ -150,7 +150,8 @@ def test_yaml_round_trip_of_random_documents(tmp_path_factory, raw):
     ("[" * 2000 + "]" * 2000, None),                          # nesting deep enough to exhaust the parser
     ("!!python/object:os.system {}", None),                   # safe_load refuses object tags
     ("x: &a [*a]", None),
-], ids=["unclosed", "nested-scalar", "indent", "deep", "python-tag", "anchor-loop"])
+    ("source:\n  host: x\n  port: 1\n  host: y\n", "line 4, column 3: not valid YAML (key 'host' appears twice"),
+], ids=["unclosed", "nested-scalar", "indent", "deep", "python-tag", "anchor-loop", "duplicate-key"])
 def test_broken_yaml_is_one_config_error(tmp_path: Path, text: str, where: str | None):
     path = tmp_path / "sluice.yml"
     path.write_text(text, encoding="utf-8")
