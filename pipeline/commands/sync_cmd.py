@@ -13,6 +13,7 @@ from pipeline import __version__
 from pipeline.cli import app
 from pipeline.config import load_config
 from pipeline.logs import get_logger
+from pipeline.store import BatchStore
 
 log = get_logger("sync")
 ENTRY = '''"""spark-submit entry of Sluice: the same arguments as `sluice sync`, or `run ...` / `sync ...`."""
@@ -40,6 +41,8 @@ def sync(
 
     cfg = load_config(config)
     cfg.group(group)  # fail fast on an unknown group, before Spark starts
+    with BatchStore(cfg.store_dir(), create=False).apply_lock(group):
+        pass  # and on a group another job is applying (run_sync holds the lock for the real work)
     spark = get_spark(cfg.spark, f"sluice-sync-{group}", master)
     summary = run_sync(cfg, group, spark, max_batches=max_batches, partitions=partitions or None)
     out = summary.as_dict()

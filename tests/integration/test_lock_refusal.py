@@ -113,6 +113,7 @@ def test_second_sync_of_a_group_is_refused(deployment, mariadb, mariadb_target, 
         second = sluice("sync", "--config", str(d["cfg"]), "--group", "g1", check=False, timeout=600)
         assert first.poll() is None, "the holder must still be running"
         _assert_refused(second, first, lock, "apply (g1)")
+        assert "log4j" not in second.stderr, "refused before starting Spark, not after"
         status = json.loads(sluice("store", "status", "--config", str(d["cfg"]), "--json").stdout)
         assert status["groups"]["g1"]["cursor"] == 0     # the refused run acked nothing either
         assert status["locks"]["apply:g1"]["pid"] == first.pid
