@@ -41,6 +41,26 @@ def connect(info: dict[str, Any], db: str | None = None, autocommit: bool = Fals
                            database=db, charset="utf8mb4", autocommit=autocommit)
 
 
+def quiesce(info: dict[str, Any], timeout: float = 180.0) -> float:
+    """Wait until a MariaDB service has written its dirty pages (flushing at full speed meanwhile),
+    so that InnoDB's background flushing of one timed phase does not slow down the next one
+    (whichever side runs later would pay for the earlier side's writes). Seconds waited."""
+    t0 = time.monotonic()
+    with connect(info, autocommit=True) as c, c.cursor() as cur:
+        cur.execute("SELECT @@GLOBAL.innodb_max_dirty_pages_pct")
+        (old,) = cur.fetchone()
+        cur.execute("SET GLOBAL innodb_max_dirty_pages_pct = 0")
+        try:
+            while time.monotonic() - t0 < timeout:
+                cur.execute("SHOW GLOBAL STATUS LIKE 'Innodb_buffer_pool_pages_dirty'")
+                if int(cur.fetchone()[1]) < 100:
+                    break
+                time.sleep(0.5)
+        finally:
+            cur.execute(f"SET GLOBAL innodb_max_dirty_pages_pct = {float(old)}")
+    return time.monotonic() - t0
+
+
 def create_source_table(src: dict[str, Any], database: str, ddl: str) -> None:
     """Recreate ``database`` on the source with one table (``ddl`` is its CREATE TABLE)."""
     with connect(src) as c, c.cursor() as cur:
