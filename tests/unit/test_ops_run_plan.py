@@ -140,6 +140,22 @@ def test_lock_held_is_its_own_exit_code(env):
     assert r.exit_code == EXIT_LOCKED and r.record["status"] == "locked"
 
 
+def test_a_held_group_is_refused_before_spark_starts(env):
+    cfg, store = env
+    _append(store, 1)
+    started = []
+
+    def spark():
+        started.append(1)
+        return "SPARK"
+
+    sync = FakeSync(store)
+    with BatchStore(store.root, create=False).apply_lock("g1"):  # another job applies g1
+        r = run_once(cfg, groups=["g1"], spark_factory=spark, capture_fn=lambda cfg, follow: Cap(0, 0),
+                     sync_fn=sync, with_source_lag=False)
+    assert r.exit_code == EXIT_LOCKED and not started and not sync.calls
+
+
 def test_group_selection_and_unknown_group(env):
     cfg, store = env
     _append(store, 1)
