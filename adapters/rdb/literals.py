@@ -21,7 +21,7 @@ from typing import Any
 
 from adapters.base import Change
 from adapters.rdb.plan import Plan
-from adapters.rdb.values import _int
+from adapters.rdb.values import is_int_converter
 
 try:  # the MySQL driver (adapters/rdb/config.py DRIVERS)
     import pymysql
@@ -29,8 +29,6 @@ try:  # the MySQL driver (adapters/rdb/config.py DRIVERS)
     from pymysql.converters import escape_string
 except ImportError:  # pragma: no cover - a dependency of the package
     pymysql = None
-
-_CONVERT_ERRORS = (ValueError, TypeError, OverflowError, UnicodeError, AttributeError)
 
 
 def driver_connection(conn: Any) -> Any | None:
@@ -52,7 +50,7 @@ def _column(values: list, conv, raw: Any) -> tuple[str, list]:
         return "%s", [escape(conv(v)) for v in values]
     if conv is None:
         return "'%s'", list(map(escape_string, values))
-    if conv is _int:
+    if is_int_converter(conv):
         return "%d", list(map(int, values))
     escape = raw.escape
     return "%s", [escape(conv(v)) for v in values]
@@ -60,7 +58,7 @@ def _column(values: list, conv, raw: Any) -> tuple[str, list]:
 
 def insert_values(plan: Plan, changes: list[Change], raw: Any) -> str | None:
     """``(..), (..)`` of the changes' rows in ``plan.src`` order, or None if a value does not
-    convert (the parameter path then names the row and column)."""
+    convert or render (the parameter path then names the row and column)."""
     datas = [c.data for c in changes]
     pieces, cols = [], []
     try:
@@ -68,7 +66,7 @@ def insert_values(plan: Plan, changes: list[Change], raw: Any) -> str | None:
             piece, col = _column(list(map(itemgetter(s), datas)), conv, raw)
             pieces.append(piece)
             cols.append(col)
-    except _CONVERT_ERRORS:
-        return None
+    except Exception:  # noqa: BLE001 - e.g. int('x'), or pymysql refusing a float inf: the parameter path
+        return None      # raises the same error through SQLAlchemy, where it is classified per row
     fmt = "(" + ",".join(pieces) + ")"
     return ",".join([fmt % r for r in zip(*cols, strict=True)])

@@ -65,6 +65,11 @@ def _int(v: str | None) -> int | None:
     return None if v is None else int(v)
 
 
+def is_int_converter(conv: Converter | None) -> bool:
+    """The converter of integer target columns on MySQL (literals.py writes those with ``%d``)."""
+    return conv is _int
+
+
 def _float(v: str | None) -> float | None:
     return None if v is None else float(v)
 
