@@ -41,8 +41,7 @@ def sync(
 
     cfg = load_config(config)
     cfg.group(group)  # fail fast on an unknown group, before Spark starts
-    with BatchStore(cfg.store_dir(), create=False).apply_lock(group):
-        pass  # and on a group another job is applying (run_sync holds the lock for the real work)
+    BatchStore(cfg.store_dir(), create=False).check_apply_free(group)  # and on a group being applied
     spark = get_spark(cfg.spark, f"sluice-sync-{group}", master)
     summary = run_sync(cfg, group, spark, max_batches=max_batches, partitions=partitions or None)
     out = summary.as_dict()

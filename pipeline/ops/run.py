@@ -103,8 +103,7 @@ def run_once(cfg: Config, *, groups: list[str] | None = None, spark_factory: Cal
             ts = time.monotonic()
             try:
                 if spark is None and spark_factory is not None:
-                    with store.apply_lock(g):
-                        pass  # a group another job is applying is refused before Spark starts
+                    store.check_apply_free(g)  # a group another job applies: refused before Spark starts
                     spark = spark_factory()
                 s = sync_fn(cfg, g, spark, max_batches=max_batches, partitions=partitions)
                 rec["sync"][g] = {**s.as_dict(), "pending_before": before}

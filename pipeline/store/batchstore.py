@@ -94,12 +94,20 @@ class BatchStore:
             self._capture = None
             held.release()
 
+    def _acquire_apply(self, group: str) -> HeldLock:
+        validate_group(group)
+        return acquire(self.lock_dir / f"apply.{group}.lock", f"apply ({group})",
+                       f"only one job may apply group {group!r} at a time: wait for it to finish")
+
+    def check_apply_free(self, group: str) -> None:
+        """Raise LockHeldError now if another job applies ``group`` (before paying for Spark's
+        start-up); nothing is kept or cleaned: the job takes :meth:`apply_lock` for the work."""
+        self._acquire_apply(group).release()
+
     @contextmanager
     def apply_lock(self, group: str) -> Iterator[HeldLock]:
         """Hold the lock that lets one job at a time apply and ack ``group``."""
-        validate_group(group)
-        held = acquire(self.lock_dir / f"apply.{group}.lock", f"apply ({group})",
-                       f"only one job may apply group {group!r} at a time: wait for it to finish")
+        held = self._acquire_apply(group)
         try:
             held.cleaned = admin.remove_group_temps(self, group)
             yield held
