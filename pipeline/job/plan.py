@@ -18,7 +18,7 @@ from functools import reduce
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipeline.job.routing import Route, concurrent_expr, key_names_expr, key_of, midx_expr
+from pipeline.job.routing import Route, concurrent_expr, key_names_expr, key_of, midx_expr, sql_lambda
 from pipeline.job.schema import JOB_SCHEMA
 
 _MAP = "map<string,string>"
@@ -60,7 +60,7 @@ def route_rows(dml: DataFrame, routes: list[Route]) -> DataFrame:
     if len(routes) == 1:
         return dml.where(routes[0].condition()).withColumn("ridx", F.lit(0)).withColumn("midx", F.lit(routes[0].midx))
     hits = F.array(*[F.when(r.condition(), F.lit(i)) for i, r in enumerate(routes)])
-    routed = dml.withColumn("ridx", F.explode(F.filter(hits, lambda x: x.isNotNull())))
+    routed = dml.withColumn("ridx", F.explode(F.array_compact(hits)))
     return routed.withColumn("midx", midx_expr(routes))
 
 
@@ -83,22 +83,22 @@ def split_rows(routed: DataFrame, routes: list[Route], keyed: bool = True) -> Da
     rows = rows.withColumn("om", F.when(is_update, F.from_json(F.col("o"), _MAP)))
     if keyed:
         rows = rows.withColumn("knames", names).withColumn("dm", F.from_json(F.col("d"), _MAP))
-        names = F.col("knames")
-        rows = rows.withColumn("key", key_of(names, F.col("dm")))
+        rows = rows.withColumn("key", key_of())
         key = F.col("key")
-    else:  # one partition: a row image is parsed only for an UPDATE that touches a key column
-        touches = F.when(F.col("om").isNotNull(), F.exists(names, lambda c: F.map_contains_key(F.col("om"), c)))
+    else:  # one partition: key names and a row image only for an UPDATE that touches a key column
+        rows = rows.withColumn("knames", F.when(F.col("om").isNotNull(), names))
+        touches = sql_lambda("exists(knames, k -> map_contains_key(om, k))")
         rows = rows.withColumn("dm", F.when(F.coalesce(touches, F.lit(False)), F.from_json(F.col("d"), _MAP)))
-        key = key_of(names, F.col("dm"))
+        key = key_of()
     om, dm = F.col("om"), F.col("dm")
-    old_key = F.concat_ws("\u0001", F.transform(names, lambda c: F.coalesce(
-        F.when(F.map_contains_key(om, c), F.try_element_at(om, c)).otherwise(dm[c]), F.lit("\u0000"))))
+    old_key = sql_lambda("concat_ws(chr(1), transform(knames, k -> coalesce("
+                         "CASE WHEN map_contains_key(om, k) THEN try_element_at(om, k) ELSE dm[k] END, chr(0))))")
     changed = F.when(om.isNotNull() & dm.isNotNull(), old_key != key).otherwise(F.lit(False))
     rows = rows.withColumn("changed", changed)
     if keyed:
         rows = rows.withColumn("old_key", F.when(F.col("changed"), old_key).otherwise(key))
-    before = F.transform_values(
-        dm, lambda k, v: F.when(F.map_contains_key(om, k), F.try_element_at(om, k)).otherwise(v))
+    before = sql_lambda("transform_values(dm, (k, v) -> "
+                        "CASE WHEN map_contains_key(om, k) THEN try_element_at(om, k) ELSE v END)")
     rows = rows.withColumn(
         "sub", F.explode(F.when(F.col("changed"), F.array(F.lit(0), F.lit(1))).otherwise(F.array(F.lit(0)))))
     first = F.col("changed") & (F.col("sub") == 0)

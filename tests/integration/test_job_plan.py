@@ -163,3 +163,34 @@ def test_one_partition_streams_in_batch_order_without_a_sort(spark, tmp_path):
     assert order == sorted(order)
     moved = [r["kind"] for r in rows if (r["batchId"], r["seq"]) == (6, 245)]  # the key-changing UPDATE
     assert moved == ["DELETE", "INSERT"]
+
+
+@pytest.mark.parametrize("n", [1, 4])
+def test_the_same_plan_generates_the_same_code(spark, tmp_path, n):
+    """A repeated sync must hit Spark's codegen cache: the generated Java code of the plan is
+    the same when the plan is built again (expression and plan ids aside). Python lambdas broke this:
+    PySpark names each lambda variable afresh (x_1, x_2, ...) and the name is in the code, so
+    every sync compiled new classes and the JIT compiled them again."""
+    import contextlib
+    import io
+    import re
+
+    path = tmp_path / "b.jsonl"
+    path.write_text(json.dumps(dml(1, 0, "UPDATE", [{"id": "2", "v": "b"}], old=[{"id": "1"}])) + "\n")
+    routes = [Route(0, "db", "t", ("id",)), Route(1, "db", "t", None)]
+
+    def code() -> str:
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            partitioned_changes(read_dml(spark, [path.as_uri()], ordered=n == 1), Segment(None, None), routes,
+                                n).explain(mode="codegen")
+        text = re.sub(r"plan_id=\d+", "", re.sub(r"#\d+L?", "", out.getvalue()))
+        assert "Generated code" in text or "codegenStageId" in text
+        return text
+
+    spark.conf.set("spark.sql.adaptive.enabled", "false")  # AQE plans the stages only when it runs them
+    try:
+        first = code()
+        assert code() == first
+    finally:
+        spark.conf.unset("spark.sql.adaptive.enabled")
