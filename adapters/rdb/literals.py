@@ -1,4 +1,4 @@
-"""MySQL/MariaDB INSERT rows rendered as SQL literals, column by column (the hot path).
+"""MySQL/MariaDB INSERT and UPDATE rows rendered as SQL literals, column by column (the hot path).
 
 Through bound parameters pymysql renders every value on its own: a type dispatch, an escape
 call and a ``%`` substitution per value, after the plan converted the Dml string to a Python
@@ -70,3 +70,18 @@ def insert_values(plan: Plan, changes: list[Change], raw: Any) -> str | None:
         return None      # raises the same error through SQLAlchemy, where it is classified per row
     fmt = "(" + ",".join(pieces) + ")"
     return ",".join([fmt % r for r in zip(*cols, strict=True)])
+
+
+def literal_columns(plan: Plan, changes: list[Change], positions: tuple[int, ...], raw: Any) -> list[list[str]] | None:
+    """The SQL literal of every value of the columns at ``positions`` (in ``plan.src``), one list
+    per column, rendered as :func:`insert_values` renders them; None if a value does not convert
+    or render (the caller then takes the parameter path)."""
+    datas = [c.data for c in changes]
+    out = []
+    try:
+        for i in positions:
+            piece, col = _column(list(map(itemgetter(plan.src[i]), datas)), plan.convs[i], raw)
+            out.append(col if piece == "%s" else list(map(piece.__mod__, col)))
+    except Exception:  # noqa: BLE001 - as in insert_values
+        return None
+    return out

@@ -266,6 +266,54 @@ def update(w: RdbWriter, plan: Plan, changes: list[Change], rows: list[tuple], s
     _update_batch(w, plan, changes[start:], params[start:], one, set_tgt)
 
 
+def update_rendered(w: RdbWriter, plan: Plan, changes: list[Change], sets: tuple[int, ...]) -> bool:
+    """MySQL set-based UPDATE with the key and set values rendered as literals
+    (:func:`literals.literal_columns`), same statements as :func:`update`: a later UPDATE of the
+    same key supersedes an earlier one, distinct keys per statement in key order. Only the key
+    and the set columns are converted. False (nothing done): keys that a collation could equate,
+    a key that does not convert, or a driver that cannot take rendered SQL; then :func:`update`."""
+    info = plan.info
+    raw = literals.driver_connection(w.conn)
+    if raw is None or any(info.columns[t].collation and not info.columns[t].collation.endswith("_bin")
+                          for t in plan.key_tgt):
+        return False
+    try:
+        keys = plan.key_rows(changes)
+    except (ValueError, TypeError, OverflowError, UnicodeError):
+        return False  # the parameter path names the row and column
+    last = {k: i for i, k in enumerate(keys)}
+    keep = list(last.values())
+    if len(keep) < len(keys):
+        w.count("updated", plan, len(keys) - len(keep))
+    try:
+        keep.sort(key=keys.__getitem__)  # distinct keys: key order makes the lookups local
+    except TypeError:
+        keep.sort()
+    set_tgt = tuple(plan.tgt[i] for i in sets)
+    order = plan.key_pos + sets
+    per = max(1, min(MAX_ROWS, w.dialect.max_params // len(order)))
+    for a in range(0, len(keep), per):
+        cs = [changes[i] for i in keep[a:a + per]]
+        cols = literals.literal_columns(plan, cs, order, raw)
+        if cols is None:
+            update(w, plan, cs, w.rows(plan, cs), sets)
+            continue
+        nk = len(plan.key_pos)
+        if len(cs) == 1:  # one row: the single-row statement, set values first
+            stmt, flat = w.sql.update_row(info, plan.key_tgt, set_tgt), [c[0] for c in cols[nk:] + cols[:nk]]
+        else:
+            stmt = w.sql.update_set(info, plan.key_tgt, set_tgt, len(cs))
+            flat = [v for r in zip(*cols, strict=True) for v in r]
+        try:  # the template's '%%' (identifiers) become '%' with the values: all doubled again
+            n = w.exec((stmt % tuple(flat)).replace("%", "%%"), ()).rowcount
+        except DBAPIError as e:
+            get = itemgetter(*order)
+            params = [get(r)[nk:] + get(r)[:nk] for r in w.rows(plan, cs)]
+            raise locate(w, plan, e, cs, w.sql.update_row(info, plan.key_tgt, set_tgt), params, "update") from None
+        w.count_update(plan, len(cs), n)
+    return True
+
+
 def _update_batch(w: RdbWriter, plan: Plan, changes: list[Change], params: list[tuple], one: str,
                   set_tgt: tuple[str, ...]) -> None:
     if not params:

@@ -199,11 +199,11 @@ class RdbWriter(Writer):
                 else:
                     ops.insert_rendered(self, plan, run[a:b])
             return
-        rows = self.rows(plan, run)
         if first.kind == "INSERT":
+            rows = self.rows(plan, run)
             return self._each_segment(plan, run, rows, lambda cs, rs: ops.insert(self, plan, cs, rs))
         if first.kind == "UPSERT":  # full loads (sluice etl/bootstrap): insert or overwrite by key
-            return ops.upsert(self, plan, run, rows)
+            return ops.upsert(self, plan, run, self.rows(plan, run))
         sets = plan.set_columns(first)
         if not sets:
             return  # no mapped column changed
@@ -211,7 +211,14 @@ class RdbWriter(Writer):
             for c in run:
                 ops.keyless(self, plan, c, sets)
             return
-        self._each_segment(plan, run, rows, lambda cs, rs: ops.update(self, plan, cs, rs, sets))
+        if self.dialect.family != "mysql":
+            rows = self.rows(plan, run)
+            return self._each_segment(plan, run, rows, lambda cs, rs: ops.update(self, plan, cs, rs, sets))
+        for a, b, empties in _segments(plan, run):  # key and set values rendered as literals
+            if empties:
+                ops.relaxed_row(self, plan, run[a], self.rows(plan, run[a:b])[0], empties)
+            elif not ops.update_rendered(self, plan, run[a:b], sets):
+                ops.update(self, plan, run[a:b], self.rows(plan, run[a:b]), sets)
 
     def rows(self, plan: Plan, run: list[Change]) -> list[tuple]:
         """The converted target values of ``run``; a value that does not convert is a RowError

@@ -50,9 +50,14 @@ def _mysql_render(col: str, mysql_type: str, q) -> str:
 
 def test_every_type_row_is_equal_in_mariadb(maria):
     route, row = _apply_twice(maria)
+    _assert_every_type_row(maria, route, row["id"])
+
+
+def _assert_every_type_row(maria, route, key: str, **instead: str) -> None:
     exprs = [_mysql_render(c, t, maria.q) for c, t, _ in EVERY_TYPE_VALUES]
-    got = maria.run(f"SELECT {', '.join(exprs)} FROM {maria.qt(route.target_table)}")[0]
+    got = maria.run(f"SELECT {', '.join(exprs)} FROM {maria.qt(route.target_table)} WHERE id = {int(key)}")[0]
     for (col, mysql_type, want), value in zip(EVERY_TYPE_VALUES, got, strict=True):
+        want = instead.get(col, want)
         if mysql_type.startswith(("varbinary", "binary", "blob")):
             value, want = value, want.encode("latin-1").hex().upper()
         elif mysql_type == "float":
@@ -62,7 +67,7 @@ def test_every_type_row_is_equal_in_mariadb(maria):
         assert value == want, col
     # the instant, not only the text: TIMESTAMP read in the server's zone is 01:30 EDT (first of two)
     local = maria.run(f"SELECT CONVERT_TZ(ts6, '+00:00', 'America/New_York'), UNIX_TIMESTAMP(ts6) "
-                      f"FROM {maria.qt(route.target_table)}")[0]
+                      f"FROM {maria.qt(route.target_table)} WHERE id = {int(key)}")[0]
     assert str(local[0]) == "2024-11-03 01:30:00.654321" and float(local[1]) == 1730611800.654321
 
 
@@ -171,3 +176,36 @@ def test_large_values_are_cut_into_statements_within_the_byte_budget(maria):
         w.close()
     got = maria.run(f"SELECT id, body FROM {maria.qt(route.target_table)} ORDER BY id")
     assert [(str(i), b) for i, b in got] == [(r["id"], r["body"]) for r in rows]
+
+
+def test_rendered_updates_set_every_type_as_the_drivers_parameters(maria):
+    """MySQL UPDATE runs render key and set values as literals too (ops.update_rendered): each
+    literal is what pymysql makes of the converted value as a bound parameter, and rows updated
+    from all-NULL to the every-type values (one multi-row statement, then a single-row one)
+    read back equal, as inserted rows do."""
+    from adapters.rdb import literals
+
+    route = maria.create(EVERY_TYPE)
+    full = {**golden.every_type_row(), "e": "small"}
+    blank = [{c: None for c in full} | {"id": k} for k in ("1", "2", "3")]
+    apply(maria, route, [[EVERY_TYPE.insert(r) for r in blank]])
+    rest = {c: v for c, v in full.items() if c != "id"}
+    odd = {**rest, "txt": "'\\\x00\x1a\n\r\"%%s%(a)s\U0001F680", "ch": "", "dec": "-0.0"}
+    ups = [EVERY_TYPE.update(blank[0], **rest)[0], EVERY_TYPE.update(blank[1], **odd)[0]]
+    w = make_writer(maria.target, (route,))
+    w.open()
+    try:
+        plan = w.plan(w.route(route, EVERY_TYPE.database, EVERY_TYPE.name), ups[0])
+        raw = literals.driver_connection(w.conn)
+        order = plan.key_pos + plan.set_columns(ups[0])
+        rows = w.rows(plan, ups)
+        assert literals.literal_columns(plan, ups, order, raw) == [[raw.escape(r[i]) for r in rows] for i in order]
+    finally:
+        w.rollback()
+        w.close()
+    stats = apply(maria, route, [ups, [EVERY_TYPE.update(blank[2], **rest)[0]]])
+    assert sum(stats.updated.values()) == 3
+    for key in ("1", "3"):
+        _assert_every_type_row(maria, route, key, e="small", id=key)
+    got = maria.run(f"SELECT CAST(txt AS CHAR), CAST(ch AS CHAR) FROM {maria.qt(route.target_table)} WHERE id = 2")
+    assert got == [(odd["txt"], "")]
