@@ -56,32 +56,31 @@ def _column(values: list, conv, raw: Any) -> tuple[str, list]:
     return "%s", [escape(conv(v)) for v in values]
 
 
+def _columns(plan: Plan, changes: list[Change], positions, raw: Any) -> list[tuple[str, list]] | None:
+    """``(piece, values)`` of the columns at ``positions`` (in ``plan.src``), or None if a value
+    does not convert or render (e.g. int('x'), or pymysql refusing a float inf): the parameter
+    path then raises the same error through SQLAlchemy, where it is classified per row."""
+    datas = [c.data for c in changes]
+    try:
+        return [_column(list(map(itemgetter(plan.src[i]), datas)), plan.convs[i], raw) for i in positions]
+    except Exception:  # noqa: BLE001 - see above
+        return None
+
+
 def insert_values(plan: Plan, changes: list[Change], raw: Any) -> str | None:
     """``(..), (..)`` of the changes' rows in ``plan.src`` order, or None if a value does not
     convert or render (the parameter path then names the row and column)."""
-    datas = [c.data for c in changes]
-    pieces, cols = [], []
-    try:
-        for s, conv in zip(plan.src, plan.convs, strict=True):
-            piece, col = _column(list(map(itemgetter(s), datas)), conv, raw)
-            pieces.append(piece)
-            cols.append(col)
-    except Exception:  # noqa: BLE001 - e.g. int('x'), or pymysql refusing a float inf: the parameter path
-        return None      # raises the same error through SQLAlchemy, where it is classified per row
-    fmt = "(" + ",".join(pieces) + ")"
-    return ",".join([fmt % r for r in zip(*cols, strict=True)])
+    cols = _columns(plan, changes, range(len(plan.src)), raw)
+    if cols is None:
+        return None
+    fmt = "(" + ",".join(piece for piece, _ in cols) + ")"
+    return ",".join([fmt % r for r in zip(*(v for _, v in cols), strict=True)])
 
 
 def literal_columns(plan: Plan, changes: list[Change], positions: tuple[int, ...], raw: Any) -> list[list[str]] | None:
-    """The SQL literal of every value of the columns at ``positions`` (in ``plan.src``), one list
-    per column, rendered as :func:`insert_values` renders them; None if a value does not convert
-    or render (the caller then takes the parameter path)."""
-    datas = [c.data for c in changes]
-    out = []
-    try:
-        for i in positions:
-            piece, col = _column(list(map(itemgetter(plan.src[i]), datas)), plan.convs[i], raw)
-            out.append(col if piece == "%s" else list(map(piece.__mod__, col)))
-    except Exception:  # noqa: BLE001 - as in insert_values
+    """The SQL literal of every value of the columns at ``positions``, one list per column,
+    rendered as :func:`insert_values` renders them; None as there."""
+    cols = _columns(plan, changes, positions, raw)
+    if cols is None:
         return None
-    return out
+    return [v if piece == "%s" else list(map(piece.__mod__, v)) for piece, v in cols]

@@ -242,15 +242,10 @@ def update(w: RdbWriter, plan: Plan, changes: list[Change], rows: list[tuple], s
             raise locate(w, plan, e, changes, one, one_params, "update") from None
         w.count_update(plan, len(rows), n)
         return
-    # every UPDATE of a run sets the same columns, so a later UPDATE of the exact same key
-    # supersedes an earlier one: keep the last (its after-image is the state both lead to)
-    last = {p[:nk]: i for i, p in enumerate(params)}
-    if len(last) < len(params):
-        keep = sorted(last.values())
-        w.count("updated", plan, len(params) - len(keep))
+    keep = _latest(w, plan, [p[:nk] for p in params])
+    if len(keep) < len(params):
         changes, params = [changes[i] for i in keep], [params[i] for i in keep]
-    loose = tuple(j for j, t in enumerate(plan.key_tgt)
-                  if info.columns[t].collation and not info.columns[t].collation.endswith("_bin"))
+    loose = _loose_keys(plan)
     per = max(1, min(MAX_ROWS, w.dialect.max_params // max(len(order), 1)))
     if not loose:  # keys are distinct now
         for a in range(0, len(params), per):
@@ -266,31 +261,46 @@ def update(w: RdbWriter, plan: Plan, changes: list[Change], rows: list[tuple], s
     _update_batch(w, plan, changes[start:], params[start:], one, set_tgt)
 
 
-def update_rendered(w: RdbWriter, plan: Plan, changes: list[Change], sets: tuple[int, ...]) -> bool:
-    """MySQL set-based UPDATE with the key and set values rendered as literals
-    (:func:`literals.literal_columns`), same statements as :func:`update`: a later UPDATE of the
-    same key supersedes an earlier one, distinct keys per statement in key order. Only the key
-    and the set columns are converted. False (nothing done): keys that a collation could equate,
-    a key that does not convert, or a driver that cannot take rendered SQL; then :func:`update`."""
-    info = plan.info
-    raw = literals.driver_connection(w.conn)
-    if raw is None or any(info.columns[t].collation and not info.columns[t].collation.endswith("_bin")
-                          for t in plan.key_tgt):
-        return False
-    try:
-        keys = plan.key_rows(changes)
-    except (ValueError, TypeError, OverflowError, UnicodeError):
-        return False  # the parameter path names the row and column
+def _latest(w: RdbWriter, plan: Plan, keys: list[tuple]) -> list[int]:
+    """Every UPDATE of a run sets the same columns, so a later UPDATE of the exact same key
+    supersedes an earlier one: the positions of the last UPDATE of each key, in order (the
+    superseded ones are counted as updated: their after-image is the state both lead to)."""
     last = {k: i for i, k in enumerate(keys)}
-    keep = list(last.values())
-    if len(keep) < len(keys):
-        w.count("updated", plan, len(keys) - len(keep))
+    if len(last) == len(keys):
+        return list(range(len(keys)))
+    w.count("updated", plan, len(keys) - len(last))
+    return sorted(last.values())
+
+
+def _loose_keys(plan: Plan) -> tuple[int, ...]:
+    """Positions of key columns whose collation could equate different values."""
+    cols = plan.info.columns
+    return tuple(j for j, t in enumerate(plan.key_tgt)
+                 if cols[t].collation and not cols[t].collation.endswith("_bin"))
+
+
+def update_rendered(w: RdbWriter, plan: Plan, changes: list[Change], sets: tuple[int, ...]) -> None:
+    """MySQL set-based UPDATE with the key and set values rendered as literals
+    (:func:`literals.literal_columns`); only the key and the set columns are converted. The same
+    statements as :func:`update` (the last UPDATE of a key, distinct keys per statement in key
+    order), which takes over for keys a collation could equate, a key or a chunk that does not
+    convert (it names the row and column), and drivers that cannot take rendered SQL."""
+    raw = literals.driver_connection(w.conn)
+    try:
+        keys = None if raw is None or _loose_keys(plan) else plan.key_rows(changes)
+    except (ValueError, TypeError, OverflowError, UnicodeError):
+        keys = None
+    if keys is None:
+        return update(w, plan, changes, w.rows(plan, changes), sets)
+    keep = _latest(w, plan, keys)
     try:
         keep.sort(key=keys.__getitem__)  # distinct keys: key order makes the lookups local
     except TypeError:
-        keep.sort()
+        pass
+    info, nk = plan.info, len(plan.key_pos)
     set_tgt = tuple(plan.tgt[i] for i in sets)
     order = plan.key_pos + sets
+    one = w.sql.update_row(info, plan.key_tgt, set_tgt)
     per = max(1, min(MAX_ROWS, w.dialect.max_params // len(order)))
     for a in range(0, len(keep), per):
         cs = [changes[i] for i in keep[a:a + per]]
@@ -298,20 +308,17 @@ def update_rendered(w: RdbWriter, plan: Plan, changes: list[Change], sets: tuple
         if cols is None:
             update(w, plan, cs, w.rows(plan, cs), sets)
             continue
-        nk = len(plan.key_pos)
-        if len(cs) == 1:  # one row: the single-row statement, set values first
-            stmt, flat = w.sql.update_row(info, plan.key_tgt, set_tgt), [c[0] for c in cols[nk:] + cols[:nk]]
+        if len(cs) == 1:  # the single-row statement: set values first
+            stmt, flat = one, [c[0] for c in cols[nk:] + cols[:nk]]
         else:
             stmt = w.sql.update_set(info, plan.key_tgt, set_tgt, len(cs))
             flat = [v for r in zip(*cols, strict=True) for v in r]
         try:  # the template's '%%' (identifiers) become '%' with the values: all doubled again
             n = w.exec((stmt % tuple(flat)).replace("%", "%%"), ()).rowcount
         except DBAPIError as e:
-            get = itemgetter(*order)
-            params = [get(r)[nk:] + get(r)[:nk] for r in w.rows(plan, cs)]
-            raise locate(w, plan, e, cs, w.sql.update_row(info, plan.key_tgt, set_tgt), params, "update") from None
+            params = [tuple(r[i] for i in sets + plan.key_pos) for r in w.rows(plan, cs)]
+            raise locate(w, plan, e, cs, one, params, "update") from None
         w.count_update(plan, len(cs), n)
-    return True
 
 
 def _update_batch(w: RdbWriter, plan: Plan, changes: list[Change], params: list[tuple], one: str,

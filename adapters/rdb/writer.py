@@ -193,12 +193,7 @@ class RdbWriter(Writer):
                 ops.keyless(self, plan, c, None)
             return
         if first.kind == "INSERT" and self.dialect.family == "mysql" and plan.key_pos:
-            for a, b, empties in _segments(plan, run):  # rows as rendered literals, no row tuples
-                if empties:
-                    ops.relaxed_row(self, plan, run[a], self.rows(plan, run[a:b])[0], empties)
-                else:
-                    ops.insert_rendered(self, plan, run[a:b])
-            return
+            return self._each_rendered(plan, run, lambda cs: ops.insert_rendered(self, plan, cs))
         if first.kind == "INSERT":
             rows = self.rows(plan, run)
             return self._each_segment(plan, run, rows, lambda cs, rs: ops.insert(self, plan, cs, rs))
@@ -211,14 +206,10 @@ class RdbWriter(Writer):
             for c in run:
                 ops.keyless(self, plan, c, sets)
             return
-        if self.dialect.family != "mysql":
-            rows = self.rows(plan, run)
-            return self._each_segment(plan, run, rows, lambda cs, rs: ops.update(self, plan, cs, rs, sets))
-        for a, b, empties in _segments(plan, run):  # key and set values rendered as literals
-            if empties:
-                ops.relaxed_row(self, plan, run[a], self.rows(plan, run[a:b])[0], empties)
-            elif not ops.update_rendered(self, plan, run[a:b], sets):
-                ops.update(self, plan, run[a:b], self.rows(plan, run[a:b]), sets)
+        if self.dialect.family == "mysql":
+            return self._each_rendered(plan, run, lambda cs: ops.update_rendered(self, plan, cs, sets))
+        rows = self.rows(plan, run)
+        self._each_segment(plan, run, rows, lambda cs, rs: ops.update(self, plan, cs, rs, sets))
 
     def rows(self, plan: Plan, run: list[Change]) -> list[tuple]:
         """The converted target values of ``run``; a value that does not convert is a RowError
@@ -250,6 +241,15 @@ class RdbWriter(Writer):
                 ops.relaxed_row(self, plan, run[a], rows[a], empties)
             else:
                 apply_rows(run[a:b], rows[a:b])
+
+    def _each_rendered(self, plan: Plan, run: list[Change], apply_changes) -> None:
+        """MySQL runs rendered as literals (no row tuples built), except rows with ENUM '' which
+        go one by one, relaxed."""
+        for a, b, empties in _segments(plan, run):
+            if empties:
+                ops.relaxed_row(self, plan, run[a], self.rows(plan, run[a:b])[0], empties)
+            else:
+                apply_changes(run[a:b])
 
     # -- DDL and pre-flight ------------------------------------------------------------------------
     def apply_ddl(self, mapping: Any, ddl: DdlChange) -> None:

@@ -111,11 +111,6 @@ def concurrent_expr(routes: list[Route]) -> Column:
     return _by_route(routes, lambda r: F.lit(r.concurrent), F.lit(True))
 
 
-#: The key string of row image ``dm`` for the key column names in ``knames``: the values
-#: joined by U+0001, NULL as U+0000. SQL text, not a Python lambda: see :func:`sql_lambda`.
-KEY_SQL = "concat_ws(chr(1), transform(knames, k -> coalesce(dm[k], chr(0))))"
-
-
 def sql_lambda(sql: str) -> Column:
     """A Spark expression with a higher-order function, written as SQL text.
 
@@ -128,5 +123,6 @@ def sql_lambda(sql: str) -> Column:
 
 
 def key_of() -> Column:
-    """The key string of the row image in column ``dm`` by the names in column ``knames``."""
-    return sql_lambda(KEY_SQL)
+    """The key string of the row image in column ``dm`` by the key column names in column
+    ``knames``: the values joined by U+0001, NULL as U+0000."""
+    return sql_lambda("concat_ws(chr(1), transform(knames, k -> coalesce(dm[k], chr(0))))")
