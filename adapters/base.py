@@ -49,6 +49,7 @@ class Change(NamedTuple):
     pk_names: tuple[str, ...] = ()
     mysql_type: dict[str, str] = {}  # noqa: RUF012 - shared, never modified
     seq: tuple[int, int, int] = (0, 0, 0)
+    ordered: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -48,6 +48,13 @@ def make_writer(kind: str, target: Any, mappings: tuple) -> Any:
     return _module(kind).make_writer(target, mappings)
 
 
+def key_rules(kind: str, target: Any, target_id: str, mappings: list[tuple[int, Any]]) -> Any:
+    """The adapter's partitioning rules for these ``(midx, mapping)`` (None: plain key hashing,
+    e.g. Elasticsearch ``_id`` and HBase row keys, which compare bytes)."""
+    rules = getattr(_module(kind), "key_rules", None)
+    return rules(target, target_id, mappings) if rules is not None else None
+
+
 def reset_caches(epoch: int) -> None:
     """Drop every loaded adapter's schema caches when the job's DDL epoch moved on."""
     if _epoch["value"] == epoch:

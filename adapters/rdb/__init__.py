@@ -13,7 +13,8 @@ from adapters.rdb.config import RdbTable, RdbTarget, TlsOptions
 from adapters.rdb.schema import reset_caches
 from adapters.rdb.writer import RdbWriter
 
-__all__ = ["RdbTable", "RdbTarget", "RdbWriter", "TlsOptions", "make_writer", "reset_caches", "target_from_adapter"]
+__all__ = ["RdbTable", "RdbTarget", "RdbWriter", "TlsOptions", "key_rules", "make_writer", "reset_caches",
+           "target_from_adapter"]
 
 
 def make_writer(target: RdbTarget, mappings: tuple[Any, ...]) -> RdbWriter:
@@ -29,3 +30,20 @@ def target_from_adapter(adapter: Any, file: str, key: str) -> RdbTarget:
         from dataclasses import replace
         target = replace(target, key=adapter.key)
     return target
+
+
+def key_rules(target: RdbTarget, target_id: str, mappings: list[tuple[int, Any]]):
+    """How the job partitions these mappings' changes (:func:`adapters.rdb.keys.key_rules`), read
+    from the target's schema on the driver."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from adapters.rdb import keys
+    from adapters.rdb.dialects import dialect_of
+    from adapters.rdb.engine import engine_for
+    from adapters.rdb.errors import classify
+
+    try:
+        with engine_for(target).connect() as conn:
+            return keys.key_rules(conn, target, target_id, dialect_of(target).family, mappings)
+    except SQLAlchemyError as e:
+        raise classify(e, target, table="(schema)", action="read the keys and foreign keys of") from None

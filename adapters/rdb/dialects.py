@@ -27,6 +27,7 @@ MYSQL_TRANSIENT = frozenset({
     2002, 2003, 2006, 2013, 2055,  # CR_CONNECTION_ERROR, CR_CONN_HOST_ERROR, gone away, lost, lost (SSL)
     0,  # pymysql InterfaceError(0, ''): the connection was already closed
 })
+MYSQL_FOREIGN_KEY = frozenset({1216, 1217, 1451, 1452})  # no referenced row / row is referenced
 MYSQL_AUTH = frozenset({1044, 1045, 1049, 1698})  # access denied, unknown database
 #: errors one row's data causes (a mapping's dead-letter store may take the row): NULL in a NOT
 #: NULL column, out of range, truncated/incorrect value, data too long, invalid JSON, foreign key,
@@ -49,11 +50,13 @@ MYSQL_SQL_MODE = "STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION,NO_AUTO_VALUE_ON_ZERO
 MYSQL_RELAXED_MODE = "NO_ENGINE_SUBSTITUTION,NO_AUTO_VALUE_ON_ZERO,ALLOW_INVALID_DATES"
 
 PG_UNIQUE = frozenset({"23505"})
+PG_FOREIGN_KEY = frozenset({"23503"})
 PG_TRANSIENT = frozenset({"40001", "40P01", "55P03", "57014", "57P01", "57P02", "57P03", "53300", "58000"})
 PG_AUTH = frozenset({"28000", "28P01", "3D000"})
 PG_ROW_CLASSES = ("22", "23")  # data exception, integrity constraint violation
 
 SQLITE_UNIQUE = frozenset({1555, 2067})  # SQLITE_CONSTRAINT_PRIMARYKEY, SQLITE_CONSTRAINT_UNIQUE
+SQLITE_FOREIGN_KEY = frozenset({787})  # SQLITE_CONSTRAINT_FOREIGNKEY
 SQLITE_TRANSIENT_PRIMARY = frozenset({5, 6})  # SQLITE_BUSY, SQLITE_LOCKED (and their extended codes)
 SQLITE_ROW_PRIMARY = frozenset({18, 19, 20})  # SQLITE_TOOBIG, SQLITE_CONSTRAINT, SQLITE_MISMATCH
 
@@ -84,6 +87,11 @@ class Dialect:
     def is_unique_violation(self, orig: BaseException | None) -> bool:
         code = self.error_code(orig)
         return code in {"mysql": MYSQL_DUP_ENTRY, "postgresql": PG_UNIQUE, "sqlite": SQLITE_UNIQUE}[self.family]
+
+    def is_fk_violation(self, orig: BaseException | None) -> bool:
+        code = self.error_code(orig)
+        return code in {"mysql": MYSQL_FOREIGN_KEY, "postgresql": PG_FOREIGN_KEY,
+                        "sqlite": SQLITE_FOREIGN_KEY}[self.family]
 
     def is_transient(self, orig: BaseException | None) -> bool:
         code = self.error_code(orig)

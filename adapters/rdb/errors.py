@@ -69,9 +69,11 @@ def classify(exc: BaseException, target: RdbTarget, *, table: str, action: str, 
     message = _scrub(f"{action} {table}{where} on {target.label}: {db_text(exc, dialect)}", target)
     if is_transient(exc, dialect):
         return TransientError(message, hint=hint or "retried by the job; check the target if it persists")
-    if dialect.is_row_error(driver_error(exc)):
-        return RowError(message, hint=hint)
-    return TargetError(message, hint=hint)
+    orig = driver_error(exc)
+    err = RowError(message, hint=hint) if dialect.is_row_error(orig) else TargetError(message, hint=hint)
+    #: a unique or foreign key refused the row: an ordered chunk tries again change by change
+    err.conflict = dialect.is_unique_violation(orig) or dialect.is_fk_violation(orig)  # type: ignore[attr-defined]
+    return err
 
 
 def row_error(message: str, *, table: str, key: str, hint: str | None = None) -> RowError:

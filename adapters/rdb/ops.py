@@ -341,6 +341,25 @@ def _update_batch(w: RdbWriter, plan: Plan, changes: list[Change], params: list[
     w.count_update(plan, len(params), n)
 
 
+def update_key(w: RdbWriter, plan: Plan, change: Change) -> None:
+    """One key-changing UPDATE (ordered groups): ``SET`` the changed columns, key included,
+    ``WHERE`` the key is the before-image's."""
+    try:
+        after = plan.image(change.data)
+        before = plan.image({**change.data, **change.old})
+    except (ValueError, TypeError, OverflowError, UnicodeError):
+        w.rows(plan, [change])  # raises the error naming the row and column
+        raise
+    sets = tuple(i for i, s in enumerate(plan.src) if s in change.old)
+    stmt = w.sql.update_row(plan.info, plan.key_tgt, tuple(plan.tgt[i] for i in sets))
+    args = tuple(after[i] for i in sets) + tuple(before[i] for i in plan.key_pos)
+    try:
+        n = w.exec(stmt, args).rowcount
+    except DBAPIError as e:
+        raise fail(w, e, plan, "update", {s: change.old.get(s, change.data.get(s)) for s in plan.key_src}) from None
+    w.count_update(plan, 1, n)
+
+
 # -- DELETE ------------------------------------------------------------------------------------
 def delete(w: RdbWriter, plan: Plan, changes: list[Change]) -> None:
     keys = plan.key_rows(changes)

@@ -122,6 +122,13 @@ def build_plan(route: RdbTable, info: TableInfo, family: str, change: Change) ->
                 raise _fail(route, info, f"source column {s} of {source} is not in target table {info.label}",
                             hint="add it to the target or set onNewColumn: ignore")
             pairs.append((s, found))
+    key_cols = {t for t, _ in route.pk} if route.pk is not None else set(change.pk_names)
+    generated = [p for p in pairs if info.columns[p[1]].generated]
+    for s, t in generated:  # computed by the target: compared by verify, never written
+        if t in key_cols or s in key_cols:
+            raise _fail(route, info, f"key column {t} of {info.label} is a generated column",
+                        hint="key the target on columns it stores as written")
+        pairs.remove((s, t))
     by_src = dict(pairs)
     if route.pk is not None:
         key = []

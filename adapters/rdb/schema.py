@@ -20,6 +20,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import NoSuchTableError
 
 _ENUM_MEMBER = re.compile(r"'((?:[^']|'')*)'")
+_GENERATED = re.compile(r"\b(VIRTUAL|STORED|PERSISTENT)\b", re.I)
 
 
 @dataclass
@@ -31,6 +32,21 @@ class ColumnInfo:
     collation: str | None = None  # MySQL only
     cast: str = ""  # PostgreSQL: the type for CAST(%s AS ...)
     octets: int | None = None  # MySQL: CHARACTER_OCTET_LENGTH of string/binary columns
+    generated: bool = False  # computed by the target (VIRTUAL/STORED/GENERATED ALWAYS AS): never written
+    deterministic: bool = True  # PostgreSQL: False for a nondeterministic (e.g. case-insensitive ICU) collation
+
+
+@dataclass(frozen=True)
+class ForeignKey:
+    """One foreign key of a target table (the referencing side)."""
+
+    name: str
+    columns: tuple[str, ...]
+    ref_schema: str | None
+    ref_table: str
+    ref_columns: tuple[str, ...]
+    on_delete: str = "NO ACTION"  # CASCADE | SET NULL | SET DEFAULT | RESTRICT | NO ACTION
+    on_update: str = "NO ACTION"
 
 
 @dataclass
@@ -41,6 +57,8 @@ class TableInfo:
     pk: tuple[str, ...]
     unique: tuple[tuple[str, ...], ...]  # PK and unique constraints/indexes
     plans: dict[Any, Any] = field(default_factory=dict)  # writer plans derived from this shape
+    fks: tuple[ForeignKey, ...] = ()  # foreign keys of this table (it is the child)
+    unique_names: tuple[str, ...] = ()  # the name of each entry of ``unique`` (messages)
 
     def find(self, name: str, case_insensitive: bool) -> str | None:
         """The target column named ``name`` (exact first, then case-insensitively if asked)."""
@@ -99,13 +117,39 @@ def _reflect(conn: Connection, family: str, schema: str | None, table: str) -> T
                 cast = plain.compile(dialect=dialect)
             except Exception:  # noqa: BLE001 - a type SQLAlchemy cannot render: no cast
                 cast = ""
-        columns[c["name"]] = ColumnInfo(c["name"], ctype, bool(c.get("nullable", True)), cast=cast)
-    pk = tuple(insp.get_pk_constraint(table, schema=schema).get("constrained_columns") or ())
-    unique = [pk] if pk else []
-    unique += [tuple(u["column_names"]) for u in insp.get_unique_constraints(table, schema=schema)]
-    unique += [tuple(i["column_names"]) for i in insp.get_indexes(table, schema=schema)
-               if i.get("unique") and None not in i["column_names"]]
-    return TableInfo(schema, table, columns, pk, tuple(unique))
+        columns[c["name"]] = ColumnInfo(c["name"], ctype, bool(c.get("nullable", True)), cast=cast,
+                                        collation=getattr(ctype, "collation", None),
+                                        generated=bool(c.get("computed")))
+    pkc = insp.get_pk_constraint(table, schema=schema)
+    pk = tuple(pkc.get("constrained_columns") or ())
+    unique, names = ([pk], [pkc.get("name") or "PRIMARY"]) if pk else ([], [])
+    for u in insp.get_unique_constraints(table, schema=schema):
+        unique.append(tuple(u["column_names"]))
+        names.append(u.get("name") or "")
+    for i in insp.get_indexes(table, schema=schema):
+        if i.get("unique") and None not in i["column_names"] and tuple(i["column_names"]) not in unique:
+            unique.append(tuple(i["column_names"]))
+            names.append(i.get("name") or "")
+    fks = tuple(ForeignKey(f.get("name") or "", tuple(f["constrained_columns"]), f.get("referred_schema") or schema,
+                           f["referred_table"], tuple(f["referred_columns"]),
+                           (f.get("options") or {}).get("ondelete", "NO ACTION").upper(),
+                           (f.get("options") or {}).get("onupdate", "NO ACTION").upper())
+                for f in insp.get_foreign_keys(table, schema=schema))
+    if family == "postgresql":
+        _pg_collations(conn, columns)
+    return TableInfo(schema, table, columns, pk, tuple(unique), fks=fks, unique_names=tuple(names))
+
+
+def _pg_collations(conn: Connection, columns: dict[str, ColumnInfo]) -> None:
+    """Mark columns whose collation is nondeterministic (equal strings that differ in bytes)."""
+    named = {c.collation for c in columns.values() if c.collation}
+    if not named:
+        return
+    rows = conn.exec_driver_sql("SELECT collname FROM pg_collation WHERE NOT collisdeterministic").fetchall()
+    loose = {r[0] for r in rows}
+    for c in columns.values():
+        if c.collation in loose:
+            c.deterministic = False
 
 
 def _mysql_type(data_type: str, column_type: str, ischema: dict) -> sa.TypeEngine:
@@ -125,14 +169,15 @@ def _reflect_mysql(conn: Connection, schema: str | None, table: str) -> TableInf
     params = (schema, table) if schema is not None else (table,)
     rows = conn.exec_driver_sql(
         "SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, IS_NULLABLE, CHARACTER_SET_NAME, COLLATION_NAME, "
-        "CHARACTER_OCTET_LENGTH "
+        "CHARACTER_OCTET_LENGTH, EXTRA "
         f"FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = {db} AND TABLE_NAME = %s "
         "ORDER BY ORDINAL_POSITION", params).fetchall()
     if not rows:
         return None
     ischema = conn.dialect.ischema_names
     columns = {r[0]: ColumnInfo(r[0], _mysql_type(r[1].lower(), r[2], ischema), r[3] == "YES", r[4], r[5],
-                                octets=None if r[6] is None else int(r[6])) for r in rows}
+                                octets=None if r[6] is None else int(r[6]),
+                                generated=bool(_GENERATED.search(r[7] or ""))) for r in rows}
     idx = conn.exec_driver_sql(
         "SELECT INDEX_NAME, COLUMN_NAME FROM information_schema.STATISTICS "
         f"WHERE TABLE_SCHEMA = {db} AND TABLE_NAME = %s AND NON_UNIQUE = 0 "
@@ -141,5 +186,25 @@ def _reflect_mysql(conn: Connection, schema: str | None, table: str) -> TableInf
     for name, col in idx:
         groups.setdefault(name, []).append(col)
     pk = tuple(groups.pop("PRIMARY", ()))
-    unique = ([pk] if pk else []) + [tuple(v) for v in groups.values() if None not in v]
-    return TableInfo(schema, table, columns, pk, tuple(unique))
+    others = [(k, tuple(v)) for k, v in groups.items() if None not in v]
+    unique = ([pk] if pk else []) + [v for _, v in others]
+    names = (["PRIMARY"] if pk else []) + [k for k, _ in others]
+    return TableInfo(schema, table, columns, pk, tuple(unique), fks=_mysql_fks(conn, db, params),
+                     unique_names=tuple(names))
+
+
+def _mysql_fks(conn: Connection, db: str, params: tuple) -> tuple[ForeignKey, ...]:
+    rows = conn.exec_driver_sql(
+        "SELECT k.CONSTRAINT_NAME, k.COLUMN_NAME, k.REFERENCED_TABLE_SCHEMA, k.REFERENCED_TABLE_NAME, "
+        "k.REFERENCED_COLUMN_NAME, r.DELETE_RULE, r.UPDATE_RULE "
+        "FROM information_schema.KEY_COLUMN_USAGE k JOIN information_schema.REFERENTIAL_CONSTRAINTS r "
+        "ON r.CONSTRAINT_SCHEMA = k.CONSTRAINT_SCHEMA AND r.CONSTRAINT_NAME = k.CONSTRAINT_NAME "
+        "AND r.TABLE_NAME = k.TABLE_NAME "
+        f"WHERE k.TABLE_SCHEMA = {db} AND k.TABLE_NAME = %s AND k.REFERENCED_TABLE_NAME IS NOT NULL "
+        "ORDER BY k.CONSTRAINT_NAME, k.ORDINAL_POSITION", params).fetchall()
+    out: dict[str, list] = {}
+    for name, col, rschema, rtable, rcol, on_delete, on_update in rows:
+        fk = out.setdefault(name, [[], rschema, rtable, [], on_delete, on_update])
+        fk[0].append(col)
+        fk[3].append(rcol)
+    return tuple(ForeignKey(name, tuple(c), rs, rt, tuple(rc), od, ou) for name, (c, rs, rt, rc, od, ou) in out.items())

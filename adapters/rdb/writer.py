@@ -4,6 +4,13 @@
 shape; for UPDATE also the same changed columns) and applies each run with multi-row
 statements (:mod:`adapters.rdb.ops`). Per-key order holds because runs are applied in
 order and an UPDATE statement never holds the same key twice.
+
+A chunk with changes of an ordered group (:mod:`adapters.rdb.keys`) runs inside a savepoint:
+set-based first; when a unique or foreign key refuses a statement (a value moving between rows
+within the chunk), the savepoint is rolled back and the chunk is applied change by change in
+source order, which reproduces the source's own states. Their key changes are real UPDATEs
+(the target's ``ON UPDATE CASCADE`` acts), and the chunk records its position per ordered table
+(:mod:`adapters.rdb.progress`) so that a replay skips what the target already holds.
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ from typing import Any
 from sqlalchemy.engine import Connection, CursorResult
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
-from adapters.base import Change, DdlChange, Writer
+from adapters.base import ApplyStats, Change, DdlChange, Writer
 from adapters.rdb import ddl as ddl_mod
 from adapters.rdb import ops
 from adapters.rdb.check import check_mapping
@@ -25,6 +32,7 @@ from adapters.rdb.dialects import dialect_of
 from adapters.rdb.engine import engine_for
 from adapters.rdb.errors import classify, connect_error, format_key, is_transient, row_error
 from adapters.rdb.plan import Plan, build_plan
+from adapters.rdb.progress import Progress
 from adapters.rdb.schema import TableInfo, reset_caches, table_info
 from adapters.rdb.statements import Sql
 from pipeline.errors import SluiceError, TargetError
@@ -44,6 +52,11 @@ class RdbWriter(Writer):
         self.sql: Sql | None = None
         self.missed: Counter = Counter()  # UPDATE/DELETE that matched no row (canal semantics: fine)
         self._routes: dict[tuple, tuple[Any, RdbTable]] = {}
+        self.progress: Progress | None = None  # positions of ordered tables (set by ``track``)
+
+    def track(self, scope: str, generation: int = 0, recaptures: tuple[tuple[int, int], ...] = ()) -> None:
+        """Record and honour the positions of ordered tables under ``scope`` (store id + group)."""
+        self.progress = Progress(self, scope, generation, recaptures) if scope else None
 
     # -- life cycle ------------------------------------------------------------------------------
     def engine(self):
@@ -71,8 +84,12 @@ class RdbWriter(Writer):
             self.conn.commit()
         except SQLAlchemyError as e:
             raise classify(e, self.target, table="(commit)", action="commit on") from None
+        if self.progress is not None:
+            self.progress.committed()
 
     def rollback(self) -> None:
+        if self.progress is not None:
+            self.progress.rolled_back()
         if self.conn is None:
             return
         try:
@@ -150,6 +167,68 @@ class RdbWriter(Writer):
     def apply(self, mapping: Any, changes: list[Change]) -> None:
         if self.conn is None:
             self.open()
+        if not any(c.ordered for c in changes):
+            return self._apply_runs(mapping, changes)
+        changes = self._unapplied(mapping, changes)
+        if not changes:
+            return
+        before, missed = ApplyStats().add(self.stats), Counter(self.missed)
+        savepoint = self.conn.begin_nested()
+        try:
+            self._apply_runs(mapping, changes)
+            savepoint.commit()
+        except TargetError as e:
+            if not getattr(e, "conflict", False) or len(changes) == 1:
+                raise
+            savepoint.rollback()
+            self.stats, self.missed = before, missed
+            log.debug("ordered chunk applied change by change", rows=len(changes), cause=str(e)[:200])
+            for c in changes:  # source order reproduces the source's states: no conflict unless diverged
+                self._apply_runs(mapping, [c])
+        self._advance(mapping, changes)
+
+    def _ordered_info(self, mapping: Any, c: Change) -> TableInfo | None:
+        try:
+            return self.info(self.route(mapping, c.database, c.table))
+        except TargetError:
+            return None  # a missing table: applying says so (or skips replayed history)
+
+    def _unapplied(self, mapping: Any, changes: list[Change]) -> list[Change]:
+        """Without the ordered changes the target already holds (a replay after a crash or a
+        cursor reset: their tables' recorded positions are at or after them)."""
+        if self.progress is None:
+            return changes
+        out, pos = [], {}
+        for c in changes:
+            if c.ordered:
+                key = (c.database, c.table)
+                if key not in pos:
+                    info = self._ordered_info(mapping, c)
+                    pos[key] = self.progress.position(info) if info is not None else None
+                if pos[key] is not None and tuple(c.seq) <= pos[key]:
+                    self.stats.skipped[f"{c.database}.{c.table}"] += 1
+                    continue
+            out.append(c)
+        return out
+
+    def _advance(self, mapping: Any, changes: list[Change]) -> None:
+        """Record the last applied change of each ordered table (in the open transaction)."""
+        if self.progress is None:
+            return
+        last: dict[tuple[str, str], Change] = {}
+        for c in changes:
+            if c.ordered:
+                last[(c.database, c.table)] = c
+        for c in last.values():
+            info = self._ordered_info(mapping, c)
+            if info is not None:
+                self.progress.advance(info, c.seq)
+        try:
+            self.progress.write()
+        except DBAPIError as e:
+            raise classify(e, self.target, table="_sluice_progress", action="record the position in") from None
+
+    def _apply_runs(self, mapping: Any, changes: list[Change]) -> None:
         i, n = 0, len(changes)
         while i < n:
             j = _run_end(changes, i)
@@ -199,6 +278,10 @@ class RdbWriter(Writer):
             return self._each_segment(plan, run, rows, lambda cs, rs: ops.insert(self, plan, cs, rs))
         if first.kind == "UPSERT":  # full loads (sluice etl/bootstrap): insert or overwrite by key
             return ops.upsert(self, plan, run, self.rows(plan, run))
+        if plan.key_pos and first.old and any(plan.src[i] in first.old for i in plan.key_pos):
+            for c in run:  # a key change in an ordered group: one UPDATE (cascades act as at the source)
+                ops.update_key(self, plan, c)
+            return
         sets = plan.set_columns(first)
         if not sets:
             return  # no mapped column changed

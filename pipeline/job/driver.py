@@ -83,6 +83,9 @@ def run_sync(cfg: Config, group_id: str, spark: SparkSession, *, max_batches: in
         epoch = 0
         dead = _dead_letter_store(store, plan)
         blocked = dead.blocked() if dead is not None else frozenset()
+        generation, recaptures = store.lineage()
+        lineage = {"scope": f"{store.store_id}:{group_id}", "generation": generation, "recaptures": recaptures}
+        keys = plan.key_plan()
         while True:
             batches = store.get(group_id, max_batches)
             if not batches:
@@ -103,8 +106,8 @@ def run_sync(cfg: Config, group_id: str, spark: SparkSession, *, max_batches: in
                         dl = {} if round_dir is None else {"dead_letter_dir": str(round_dir), "segment": si,
                                                            "blocked": blocked}
                         ctx = JobContext(plan.mappings, plan.mapping_target, plan.targets, epoch,
-                                         **_test_hooks(), **dl)
-                        _run_segment(spark, dml, seg, plan, ctx, nparts, summary)
+                                         **_test_hooks(), **dl, **lineage)
+                        _run_segment(spark, dml, seg, plan, ctx, nparts, summary, keys)
                         if round_dir is not None:  # later segments wait behind these keys too
                             blocked = blocked | {(e["mapping"], e["table"], e["key"])
                                                  for e in dead.round_entries(round_dir)}
@@ -113,6 +116,7 @@ def run_sync(cfg: Config, group_id: str, spark: SparkSession, *, max_batches: in
                         summary.ddl += 1
                         epoch += 1
                         reset_caches(epoch)
+                        keys = plan.key_plan()
                 if round_dir is not None:  # durable before the ack; a crash before it: rerun
                     counts = dead.commit_round(round_dir)
                     summary.add_dead_lettered(counts)
@@ -203,9 +207,10 @@ def _barriers(store: BatchStore, batches, dml, plan: GroupPlan
     return out, positions
 
 
-def _run_segment(spark, dml, seg, plan: GroupPlan, ctx: JobContext, nparts: int, summary: SyncSummary) -> None:
+def _run_segment(spark, dml, seg, plan: GroupPlan, ctx: JobContext, nparts: int, summary: SyncSummary,
+                 keys=None) -> None:
     t0 = time.monotonic()
-    changes = partitioned_changes(dml, seg, plan.routes, nparts)
+    changes = partitioned_changes(dml, seg, plan.routes, nparts, keys)
     counters = new_counter(spark)
     try:
         results = changes.mapInArrow(apply_function(ctx, counters), RESULT_SCHEMA).collect()

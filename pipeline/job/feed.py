@@ -58,26 +58,43 @@ def changes(batch: pa.RecordBatch, pks: Decoded, types: Decoded) -> tuple[list[i
     o = col("o")
     o = [None] * len(o) if o.null_count == len(o) else [loads(x) if x else None for x in o.to_pylist()]
     seqs = list(zip(col("batchId").to_pylist(), col("seq").to_pylist(), col("row").to_pylist(), strict=True))
+    ordered = col("ordered").to_pylist() if "ordered" in batch.schema.names else [False] * len(seqs)
     out = list(map(Change, repeated(col("kind")), repeated(col("database")), repeated(col("table")), d, o,
                    repeated(col("pkNames"), pks.__getitem__), repeated(col("mysqlType"), types.__getitem__),
-                   seqs))
+                   seqs, ordered))
     return col("midx").to_pylist(), out
 
 
 class Feed:
-    """Per-mapping chunks of ``commitBatch`` changes, flushed through the run as they fill."""
+    """Per-mapping chunks of ``commitBatch`` changes, flushed through the run as they fill.
+
+    Changes of an ordered group may belong to several mappings (foreign keys across two mapped
+    databases): before an ordered change of one mapping is buffered, the other mapping's
+    buffer that holds earlier ordered changes is flushed, so they are applied in source order."""
 
     def __init__(self, run: Any, limits: list[int]):
         self.run, self.limits = run, limits
         self.pending: dict[int, list[Change]] = {}
+        self._ordered_in: int | None = None  # the mapping whose buffer may hold ordered changes
 
     def add(self, midx: list[int], changes: list[Change]) -> None:
         first = midx[0]
         if midx.count(first) == len(midx):  # the common case: one mapping's changes
+            if len(self.limits) > 1 and any(c.ordered for c in changes):
+                self._ordered(first)
             self._extend(first, changes)
             return
         for m, c in zip(midx, changes, strict=True):
+            if c.ordered:
+                self._ordered(m)
             self._extend(m, [c])
+
+    def _ordered(self, m: int) -> None:
+        prev = self._ordered_in
+        if prev is not None and prev != m and self.pending.get(prev):
+            self.run.flush(prev, self.pending[prev])
+            self.pending[prev] = []
+        self._ordered_in = m
 
     def _extend(self, m: int, changes: list[Change]) -> None:
         buf, limit, i = self.pending.setdefault(m, []), self.limits[m], 0

@@ -9,9 +9,10 @@ from urllib.parse import unquote, urlsplit
 
 import pymysql
 
-from adapters.registry import kind_of, make_writer, target_from_adapter
+from adapters.registry import key_rules, kind_of, make_writer, target_from_adapter
 from pipeline.config import Config
 from pipeline.errors import ConfigError, SourceError
+from pipeline.job.keyfold import KeyPlan
 from pipeline.job.routing import Route, routes_for
 from pipeline.mapping import DbMapping, Mapping, load_mappings
 
@@ -30,6 +31,18 @@ class GroupPlan:
     def mappings_for(self, database: str, table: str) -> list[int]:
         """Indices of the mappings that a change of ``database.table`` concerns."""
         return [i for i, m in enumerate(self.mappings) if m.matches(database, table)]
+
+    def key_plan(self) -> KeyPlan:
+        """Ordered groups and key folds from the targets' current schemas (after each DDL)."""
+        ordered, folds = {}, {}
+        for tid, (kind, target) in self.targets.items():
+            used = [(i, m) for i, m in enumerate(self.mappings) if self.mapping_target[i] == tid]
+            rules = key_rules(kind, target, tid, used) if used else None
+            if rules is not None:
+                ordered.update(rules.ordered)
+                folds.update(rules.folds)
+        targets = {m: self.targets[self.mapping_target[m]][1] for m, _ in folds}
+        return KeyPlan(ordered, folds, targets)
 
     def check(self) -> None:
         """Pre-flight: mappings fit the source tables, and every target answers and fits."""

@@ -49,6 +49,11 @@ class JobContext:
     dead_letter_dir: str | None = field(default=None)
     segment: int = 0
     blocked: frozenset = field(default=frozenset())
+    #: where ordered groups record their positions in the targets (adapters/rdb/progress.py):
+    #: the store's id and the group, and the store's lineage (generation, recaptures)
+    scope: str = ""
+    generation: int = 0
+    recaptures: tuple = ()
 
 
 class _PartitionRun:
@@ -72,6 +77,8 @@ class _PartitionRun:
             kind, target = self.ctx.targets[tid]
             mappings = tuple(m for i, m in enumerate(self.ctx.mappings) if self.ctx.mapping_target[i] == tid)
             w = self.writers[tid] = self._make_writer(kind, target, mappings)
+            if hasattr(w, "track"):
+                w.track(self.ctx.scope, self.ctx.generation, self.ctx.recaptures)
             w.open()
         return w
 

@@ -4,8 +4,11 @@ Steps (all Spark SQL expressions, so splitting and hashing never leave the JVM):
 1. keep DML lines of one segment (between two DDL barriers);
 2. route each line to every mapping whose table it names (one output row per mapping);
 3. split multi-row Dml into rows with ``posexplode`` (keeping seq = batchId, seq, row);
-4. an UPDATE that changes the target key becomes DELETE(old key) + INSERT(new row);
-5. hash-partition by (mapping, target key) and sort each partition by seq (one partition:
+4. an UPDATE that changes the target key becomes DELETE(old key) + INSERT(new row), except in
+   an ordered group (:mod:`adapters.rdb.keys`), where it stays one UPDATE (the target's own
+   ``ON UPDATE CASCADE`` must see it as one);
+5. hash-partition by the part key -- the ordered group, or (mapping, target key as the target
+   compares it: :mod:`pipeline.job.keyfold`) -- and sort each partition by seq (one partition:
    neither, the lines stream in batch order).
 Row images stay JSON text throughout (parsed in the JVM only where a key is needed).
 """
@@ -18,6 +21,7 @@ from functools import reduce
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from pipeline.job.keyfold import KeyPlan
 from pipeline.job.routing import Route, concurrent_expr, key_names_expr, key_of, midx_expr, sql_lambda
 from pipeline.job.schema import JOB_SCHEMA
 
@@ -64,19 +68,23 @@ def route_rows(dml: DataFrame, routes: list[Route]) -> DataFrame:
     return routed.withColumn("midx", midx_expr(routes))
 
 
-def split_rows(routed: DataFrame, routes: list[Route], keyed: bool = True) -> DataFrame:
-    """Explode rows, detect key changes, and produce the change rows (with their keys if ``keyed``).
+def split_rows(routed: DataFrame, routes: list[Route], keyed: bool = True, keys: KeyPlan | None = None
+               ) -> DataFrame:
+    """Explode rows, detect key changes, and produce the change rows (with their part key if ``keyed``).
 
     The row images ``d``/``o`` are JSON text from the reader (:data:`JOB_SCHEMA`) and leave the
     JVM as that text, decoded on the executor. The JVM parses them only where it needs a key:
     ``o`` of every UPDATE (does it touch a key column?), ``d`` of an UPDATE that does, and (when
     ``keyed``, i.e. hash-partitioned) ``d`` of every row. Only a key-changing UPDATE builds its
     before-image and becomes two rows (``sub`` 0 = DELETE of the old key, 1 = INSERT of the new
-    row); every other row passes through as is."""
+    row); every other row passes through as is. ``keys``: ordered groups and key folds (None: none),
+    see :mod:`pipeline.job.keyfold`; a key-changing UPDATE of an ordered group stays one UPDATE."""
+    keys = keys or KeyPlan()
     rows = routed.select(
         "ridx", "midx", "type", "database", "table", "pkNames", "mysqlType", "batchId", "seq", "old",
         F.posexplode("data").alias("row", "d"))
     rows = rows.withColumn("o", F.try_element_at(F.col("old"), (F.col("row") + 1).cast("int"))).drop("old")
+    rows = rows.withColumn("grp", keys.group_expr())
     pk = F.coalesce(F.from_json(F.col("pkNames"), "array<string>"), F.array().cast("array<string>"))
     names = key_names_expr(routes, pk)
     is_update = (F.col("type") == "UPDATE") & F.col("o").isNotNull()
@@ -93,7 +101,7 @@ def split_rows(routed: DataFrame, routes: list[Route], keyed: bool = True) -> Da
     om, dm = F.col("om"), F.col("dm")
     old_key = sql_lambda("concat_ws(chr(1), transform(knames, k -> coalesce("
                          "CASE WHEN map_contains_key(om, k) THEN try_element_at(om, k) ELSE dm[k] END, chr(0))))")
-    changed = F.when(om.isNotNull() & dm.isNotNull(), old_key != key).otherwise(F.lit(False))
+    changed = F.when(om.isNotNull() & dm.isNotNull() & F.col("grp").isNull(), old_key != key).otherwise(F.lit(False))
     rows = rows.withColumn("changed", changed)
     if keyed:
         rows = rows.withColumn("old_key", F.when(F.col("changed"), old_key).otherwise(key))
@@ -106,11 +114,13 @@ def split_rows(routed: DataFrame, routes: list[Route], keyed: bool = True) -> Da
     cols = ["midx", kind.alias("kind"), "database", "table",
             F.when(first, F.to_json(before)).otherwise(F.col("d")).alias("d"),
             F.when(F.col("changed"), F.lit(None).cast("string")).otherwise(F.col("o")).alias("o"),
-            "pkNames", "mysqlType", "batchId", "seq", "row", "sub"]
+            "pkNames", "mysqlType", "batchId", "seq", "row", "sub", F.col("grp").isNotNull().alias("ordered")]
     if keyed:
         row_key = F.when(first, F.col("old_key")).otherwise(F.col("key"))
+        by_key = F.concat(F.col("midx").cast("string"), F.lit("\u0002"),
+                          F.when(concurrent_expr(routes), keys.fold_expr(row_key)).otherwise(F.lit("")))
         cols += [row_key.alias("key"),
-                 F.when(concurrent_expr(routes), row_key).otherwise(F.lit("")).alias("pkey")]
+                 F.when(F.col("grp").isNotNull(), F.concat(F.lit("G"), F.col("grp"))).otherwise(by_key).alias("part")]
     return rows.select(*cols)
 
 
@@ -127,8 +137,10 @@ def read_dml(spark: SparkSession, paths: list[str], ordered: bool) -> DataFrame:
     return reduce(DataFrame.unionAll, [scan(p) for p in paths])
 
 
-def partitioned_changes(dml: DataFrame, segment: Segment, routes: list[Route], partitions: int) -> DataFrame:
-    """The changes of one segment, hash-partitioned by (mapping, key), sorted by seq.
+def partitioned_changes(dml: DataFrame, segment: Segment, routes: list[Route], partitions: int,
+                        keys: KeyPlan | None = None) -> DataFrame:
+    """The changes of one segment, hash-partitioned by part key (ordered group, or mapping and
+    key as the target compares it), sorted by seq.
 
     One partition: no shuffle and no sort. ``dml`` must then come from :func:`read_dml` with
     ``ordered=True``: the lines stream in batch order from the JSON reader straight to the
@@ -136,8 +148,8 @@ def partitioned_changes(dml: DataFrame, segment: Segment, routes: list[Route], p
     instead of waiting for a shuffle and a sort."""
     routed = route_rows(dml.where(segment.condition()), routes)
     if partitions == 1:
-        return split_rows(routed, routes, keyed=False).coalesce(1)
-    changes = split_rows(routed, routes, keyed=True)
-    return (changes.repartition(partitions, "midx", "pkey")
+        return split_rows(routed, routes, keyed=False, keys=keys).coalesce(1)
+    changes = split_rows(routed, routes, keyed=True, keys=keys)
+    return (changes.repartition(partitions, "part")
             .sortWithinPartitions("batchId", "seq", "row", "sub")
-            .drop("pkey"))
+            .drop("part"))

@@ -51,7 +51,7 @@ JOB_SCHEMA = StructType([StructField(f.name, _AS_TEXT.get(f.name, f.dataType))
 
 #: One single-row change routed to one mapping (what a partition holds).
 CHANGE_COLUMNS = ["midx", "kind", "database", "table", "d", "o", "pkNames", "mysqlType",
-                  "batchId", "seq", "row", "sub"]
+                  "batchId", "seq", "row", "sub", "ordered"]
 
 #: What each partition returns to the driver.
 RESULT_SCHEMA = StructType([

@@ -155,6 +155,7 @@ def drop_from(store: BatchStore, first: int) -> dict[str, Any]:
     except (FileNotFoundError, StoreError) as e:
         raise StoreError(f"{store.root}: cannot tell where batch {first} starts ({e})",
                          hint=f"drop from batch {first - 1} instead") from None
+    store.record_recapture(first)
     for batch_id in reversed([i for i in ids if i >= first]):
         (store.batch_dir / meta_name(batch_id)).unlink(missing_ok=True)
         (store.batch_dir / data_name(batch_id)).unlink(missing_ok=True)

@@ -12,6 +12,7 @@ import hashlib
 import json
 import logging
 import os
+import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -29,6 +30,7 @@ from .verify import check_batch, encode_records
 log = logging.getLogger("sluice.store")
 STORE_FILE = "store.json"
 POSITION_FILE = "position.json"
+LINEAGE_FILE = "lineage.json"
 
 BatchRef = BatchMeta | int
 
@@ -59,7 +61,7 @@ class BatchStore:
                     f"{self.root}: no batch store here ({STORE_FILE} is missing)",
                     hint="check the store path in the config (and that the shared mount is mounted)",
                 )
-            body = {"format": 1, "createdAt": now_iso()}
+            body = {"format": 1, "createdAt": now_iso(), "id": uuid.uuid4().hex}
             try:
                 for d in (self.root, self.batch_dir, self.group_dir, self.lock_dir):
                     d.mkdir(parents=True, exist_ok=True)
@@ -70,9 +72,12 @@ class BatchStore:
                 raise StoreError(f"{self.root}: cannot create the batch store: {e}",
                                  hint="check the store path and its permissions") from None
         try:
-            fmt = json.loads(marker.read_bytes()).get("format")
+            body = json.loads(marker.read_bytes())
+            fmt = body.get("format")
         except (OSError, ValueError, AttributeError) as e:
             raise StoreError(f"{marker}: unreadable store marker: {e}") from None
+        #: this store's identity (stores made before it was recorded: their creation time)
+        self.store_id = str(body.get("id") or f"created-{body.get('createdAt', '')}")
         if fmt != 1:
             raise StoreError(f"{marker}: store format {fmt!r} is not supported by this Sluice (reads 1)")
 
@@ -303,11 +308,30 @@ class BatchStore:
         return admin.prune(self, retain)
 
     def drop_from(self, first: int) -> dict[str, Any]:
-        """Remove batch ``first`` and later ones so capture reads them again (capture lock held)."""
+        """Remove batch ``first`` and later ones so capture reads them again (capture lock held).
+        The lineage records it: batches ``first``.. will be cut anew (see :meth:`lineage`)."""
         self._require_capture("drop_from")
         pos = admin.drop_from(self, first)
         self._next_id = first
         return pos
+
+    def record_recapture(self, first: int) -> None:
+        """Add "batches ``first``.. are cut anew" to the lineage (before they are deleted)."""
+        generation, recaptures = self.lineage()
+        body = {"generation": generation + 1, "recaptures": [*map(list, recaptures), [generation + 1, first]]}
+        write_atomic(self.root / LINEAGE_FILE, (json.dumps(body) + "\n").encode())
+
+    def lineage(self) -> tuple[int, tuple[tuple[int, int], ...]]:
+        """``(generation, ((generation, first batch), ...))``: how often batches were dropped for
+        re-capture, and from where. Positions recorded in targets (adapters/rdb/progress.py) under
+        an older generation no longer vouch for batches at or after such a ``first``."""
+        try:
+            body = json.loads((self.root / LINEAGE_FILE).read_bytes())
+        except FileNotFoundError:
+            return 0, ()
+        except (OSError, ValueError) as e:
+            raise StoreError(f"{self.root / LINEAGE_FILE}: unreadable: {e}") from None
+        return int(body["generation"]), tuple((int(g), int(f)) for g, f in body["recaptures"])
 
     def status(self) -> dict[str, Any]:
         """A JSON-ready summary for ``sluice store status``."""

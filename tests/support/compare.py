@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import pymysql
@@ -37,7 +38,35 @@ def diff_databases(src: dict[str, Any], sdb: str, dst: dict[str, Any], ddb: str)
     """{table: number of differing rows} for every table of the source database (0 = equal)."""
     out = {}
     for t in tables_of(src, sdb):
-        a, b = table_rows(src, sdb, t), table_rows(dst, ddb, t) if t in tables_of(dst, ddb) else []
-        sa, sb = set(a), set(b)
-        out[t] = len(sa ^ sb) + abs(len(a) - len(sa)) + abs(len(b) - len(sb))
+        a, b = Counter(table_rows(src, sdb, t)), Counter(table_rows(dst, ddb, t) if t in tables_of(dst, ddb) else [])
+        out[t] = sum(((a - b) + (b - a)).values())  # rows as multisets: tables without a key repeat rows
+    return out
+
+
+def _text_rows_mariadb(info: dict[str, Any], database: str, table: str) -> tuple[list[str], list[tuple]]:
+    conn = pymysql.connect(host=info["host"], port=int(info["port"]), user=info["user"],
+                           password=info["password"], charset="utf8mb4")
+    try:
+        cols = [r[0] for r in _rows(conn, "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA="
+                                          f"'{database}' AND TABLE_NAME='{table}' ORDER BY ORDINAL_POSITION")]
+        text = ", ".join(f"CAST(`{c}` AS CHAR)" for c in cols)
+        return cols, _rows(conn, f"SELECT {text} FROM `{database}`.`{table}`")
+    finally:
+        conn.close()
+
+
+def pg_diff(src: dict[str, Any], sdb: str, pg: dict[str, Any], schema: str) -> dict[str, int]:
+    """{table: differing rows} between a MariaDB database and a PostgreSQL schema holding the same
+    tables and columns, comparing every value as text (exact strings: case, accents, spaces)."""
+    import psycopg
+
+    out = {}
+    with psycopg.connect(host=pg["host"], port=pg["port"], user=pg["user"], password=pg["password"],
+                         dbname=pg["database"], autocommit=True) as c:
+        for t in tables_of(src, sdb):
+            cols, a = _text_rows_mariadb(src, sdb, t)
+            text = ", ".join(f'"{col}"::text' for col in cols)
+            b = [tuple(r) for r in c.execute(f'SELECT {text} FROM "{schema}"."{t}"').fetchall()]
+            ca, cb = Counter(map(tuple, a)), Counter(b)
+            out[t] = sum(((ca - cb) + (cb - ca)).values())
     return out

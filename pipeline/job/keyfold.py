@@ -1,0 +1,82 @@
+"""The part key of a change: its ordered group, or its key as the target compares it.
+
+:class:`KeyPlan` turns the adapters' :class:`~adapters.rdb.keys.KeyRules` into Spark columns:
+``group_expr`` (the ordered group of a change's table, or NULL) and ``fold_expr`` (the key
+string with every key column that does not compare exactly replaced by its fold, see
+:mod:`adapters.rdb.collation`). Folds that need the target server's weights run in a Python
+UDF (only added to the plan when some key needs a fold); the rest of the plan stays in the JVM.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+SEP, NULL, FOLDED = "\u0001", "\u0000", "\u0003"
+
+
+@dataclass(frozen=True)
+class KeyPlan:
+    """Ordered groups and key folds of one segment (picklable; empty: plain key hashing)."""
+
+    ordered: dict[tuple[int, str], str] = field(default_factory=dict)
+    folds: dict[tuple[int, str], tuple[tuple[str, str], ...]] = field(default_factory=dict)
+    #: midx -> the frozen target config its server folds ask (``w:`` kinds)
+    targets: dict[int, Any] = field(default_factory=dict)
+
+    @staticmethod
+    def _rule_key() -> Column:
+        return F.concat(F.col("midx").cast("string"), F.lit(SEP), F.lower(F.col("table")))
+
+    @staticmethod
+    def _lookup(entries: dict[str, str]) -> Column:
+        pairs = [F.lit(x) for k, v in sorted(entries.items()) for x in (k, v)]
+        return F.create_map(*pairs)
+
+    def group_expr(self) -> Column:
+        """The ordered group of the change's (mapping, table), or NULL."""
+        if not self.ordered:
+            return F.lit(None).cast("string")
+        entries = {f"{m}{SEP}{t.lower()}": g for (m, t), g in self.ordered.items()}
+        return F.element_at(self._lookup(entries), self._rule_key())
+
+    def fold_expr(self, key: Column) -> Column:
+        """``key`` (values joined by U+0001) with the non-exact key columns folded."""
+        if not self.folds:
+            return key
+        specs = sorted(self.folds.items())
+        entries = {f"{m}{SEP}{t.lower()}": str(i) for i, ((m, t), _) in enumerate(specs)}
+        rule = F.element_at(self._lookup(entries), self._rule_key())
+        udf = F.pandas_udf(fold_function([(self.targets.get(m), dict(kinds)) for (m, _), kinds in specs]),
+                           "string")
+        return udf(rule, F.concat_ws(SEP, F.col("knames")), key)
+
+
+def fold_function(specs: list[tuple[Any, dict[str, str]]]):
+    """The pandas UDF body: ``(rule, names, key) -> folded key`` (``rule`` indexes ``specs``)."""
+    def fold(rule, names, key):
+        from adapters.rdb.collation import fold_values
+
+        out = key.copy()
+        rows: dict[int, list[str]] = {}  # row -> key parts, folded in place
+        pending: dict[tuple[Any, str], list[tuple[int, int]]] = {}  # (target, kind) -> [(row, part)]
+        for i, (r, n, k) in enumerate(zip(rule, names, key, strict=True)):
+            if not isinstance(r, str) or not isinstance(k, str):
+                continue
+            target, kinds = specs[int(r)]
+            parts = rows[i] = k.split(SEP)
+            for j, col in enumerate(n.split(SEP) if n else ()):
+                kind = kinds.get(col)
+                if kind is not None and j < len(parts) and parts[j] != NULL:
+                    pending.setdefault((target, kind), []).append((i, j))
+        for (target, kind), where in pending.items():
+            folded = fold_values(target, kind, [rows[i][j] for i, j in where])
+            for (i, j), f in zip(where, folded, strict=True):
+                rows[i][j] = FOLDED + f
+        for i, parts in rows.items():
+            out.iat[i] = SEP.join(parts)
+        return out
+    return fold
