@@ -62,3 +62,57 @@ def check_route(w: RdbWriter, route: RdbTable) -> None:
     if not any(set(u) == set(pk) for u in info.unique):
         raise _fail(route, f"target table {info.label} has no primary key or unique index on ({', '.join(pk)}); "
                     "replays could not skip rows that exist", f"add PRIMARY KEY ({', '.join(pk)}) to the target")
+
+
+def _rule(rule: str) -> str:
+    rule = (rule or "NO ACTION").upper()
+    return "NO ACTION" if rule == "RESTRICT" else rule
+
+
+def check_cascades(w: RdbWriter, expected: list[Any]) -> None:
+    """Every cascading source foreign key (``pipeline.job.cascades.ExpectedFk``) exists between
+    the mapped tables with the same actions, and no foreign key between mapped tables cascades
+    where the source's does not (either way the target would change rows the source did not).
+    Mirrors into MySQL/MariaDB replay the source's DDL, foreign keys included: not checked."""
+    from adapters.rdb.keys import current_schema, list_tables
+
+    here = current_schema(w.conn, w.dialect.family)
+    wanted: dict[tuple, Any] = {}
+    for e in expected:
+        if e.child.mirror_ddl and w.dialect.family == "mysql":
+            continue
+        info = w.info(e.child)
+        parent = (e.parent.target_schema or here, e.parent.target_table)
+        found = [fk for fk in info.fks if fk.columns == e.columns and fk.ref_columns == e.ref_columns
+                 and (fk.ref_schema or info.schema or here, fk.ref_table) == parent]
+        want = (_rule(e.source.on_delete), _rule(e.source.on_update))
+        wanted[(info.schema or here, info.name, e.columns)] = want
+        if not any((_rule(fk.on_delete), _rule(fk.on_update)) == want for fk in found):
+            have = "; ".join(f"{fk.name}: ON DELETE {fk.on_delete} ON UPDATE {fk.on_update}" for fk in found) or "none"
+            raise TargetError(
+                f"{e.origin}: source {e.source.describe()}: target table {info.label} has no foreign key "
+                f"({', '.join(e.columns)}) -> {parent[0]}.{parent[1]} ({', '.join(e.ref_columns)}) with these actions "
+                f"(found: {have}); the binlog does not carry the rows a cascade changes, the target must do it",
+                hint=f"ALTER TABLE {info.label} ADD FOREIGN KEY ({', '.join(e.columns)}) REFERENCES "
+                     f"{parent[0]}.{parent[1]} ({', '.join(e.ref_columns)}) ON DELETE {want[0]} ON UPDATE {want[1]}")
+    mapped = set()
+    for m in w.mappings:
+        spec = getattr(m, "spec", None)
+        if spec is None or (spec.mirrorDb and w.dialect.family == "mysql"):
+            continue
+        for t in list_tables(w.conn, w.dialect.family, spec.target_schema) if spec.mirrorDb else [spec.table]:
+            mapped.add(RdbTable.from_mapping(m, t))
+    names = {(r.target_schema or here, r.target_table) for r in mapped}
+    for route in mapped:
+        info = w.info(route)
+        for fk in info.fks:
+            rules = (_rule(fk.on_delete), _rule(fk.on_update))
+            if (fk.ref_schema or info.schema or here, fk.ref_table) not in names or \
+                    not {"CASCADE", "SET NULL", "SET DEFAULT"} & set(rules):
+                continue
+            if wanted.get((info.schema or here, info.name, fk.columns)) != rules:
+                raise TargetError(
+                    f"{route.origin}: target foreign key {fk.name} of {info.label} ({', '.join(fk.columns)}) -> "
+                    f"{fk.ref_table} ON DELETE {fk.on_delete} ON UPDATE {fk.on_update} cascades where the source's "
+                    "does not: the target would change rows the source keeps",
+                    hint="give the target the source's foreign key actions (or drop this foreign key)")

@@ -40,17 +40,19 @@ _TOKEN = re.compile(r"""
 """, re.S | re.X)
 
 
-def rewrite_schema(sql: str, source_db: str, target_db: str) -> str:
-    """Replace the database qualifier ``source_db`` by ``target_db`` (always backtick-quoted)."""
-    if source_db == target_db:
+def rewrite_schema(sql: str, source_db: str, target_db: str, others: dict[str, str] | None = None) -> str:
+    """Replace the database qualifier ``source_db`` by ``target_db`` (always backtick-quoted), and
+    each of ``others`` (the group's other mirrored databases, e.g. a foreign key's parent) by its
+    target."""
+    names = {k: v for k, v in {**(others or {}), source_db: target_db}.items() if k != v}
+    if not names:
         return sql
-    quoted = "`" + target_db.replace("`", "``") + "`"
     tokens = [(m.lastgroup, m.group()) for m in _TOKEN.finditer(sql)]
     out = []
     for i, (kind, text) in enumerate(tokens):
         name = text[1:-1].replace("``", "`") if kind == "bq" else text if kind == "word" else None
-        if name == source_db and _next_is_dot(tokens, i) and not _prev_is_dot(tokens, i):
-            out.append(quoted)
+        if name in names and _next_is_dot(tokens, i) and not _prev_is_dot(tokens, i):
+            out.append("`" + names[name].replace("`", "``") + "`")
         else:
             out.append(text)
     return "".join(out)
@@ -85,7 +87,12 @@ def apply_ddl(w: RdbWriter, route: RdbTable | None, ddl: DdlChange) -> None:
         log.info("ddl not replayed", reason=f"statement kind {ddl.kind}", sql=ddl.sql[:200])
         return
     target_db = route.target_schema or ddl.database
-    sql = rewrite_schema(ddl.sql, ddl.database, target_db)
+    mirrors = {}
+    for m in w.mappings:
+        spec = getattr(m, "spec", None)
+        if spec is not None and getattr(spec, "mirrorDb", False) and spec.target_schema:
+            mirrors[spec.database] = spec.target_schema
+    sql = rewrite_schema(ddl.sql, ddl.database, target_db, mirrors)
     qdb = "`" + target_db.replace("`", "``") + "`"
     mark = (ddl.database, "%d.%d.%d" % ddl.seq, hashlib.sha1(ddl.sql.encode()).hexdigest())
     conn = w.engine().connect().execution_options(isolation_level="AUTOCOMMIT")

@@ -25,7 +25,7 @@ from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from adapters.base import ApplyStats, Change, DdlChange, Writer
 from adapters.rdb import ddl as ddl_mod
 from adapters.rdb import ops
-from adapters.rdb.check import check_mapping
+from adapters.rdb.check import check_cascades, check_mapping
 from adapters.rdb.config import RdbTable, RdbTarget
 from adapters.rdb.ddl import applied_after
 from adapters.rdb.dialects import dialect_of
@@ -341,12 +341,18 @@ class RdbWriter(Writer):
         ddl_mod.apply_ddl(self, route, ddl)
         reset_caches()
 
-    def check(self) -> None:
+    def check(self, cascades: list | None = None) -> None:
+        """Pre-flight: every mapping fits the target; ``cascades``: the source's cascading foreign
+        keys in this target's names (pipeline/job/cascades.py), which the target must have."""
         conn = self._connect(preflight=True)
         try:
             self.conn = conn
             for m in self.mappings:
                 check_mapping(self, m)
+            if cascades is not None:
+                check_cascades(self, cascades)
+        except DBAPIError as e:
+            raise classify(e, self.target, table="(schema)", action="read the foreign keys of") from None
         finally:
             self.conn = None
             conn.close()

@@ -242,8 +242,11 @@ def _apply_ddl(plan: GroupPlan, ddl: DdlChange) -> None:
     """Apply a barrier DDL (or TRUNCATE) to the targets of the mappings it concerns."""
     for midx in plan.mappings_for(ddl.database, ddl.table):
         mapping = plan.mappings[midx]
-        kind, target = plan.targets[plan.mapping_target[midx]]
-        writer = make_writer(kind, target, (mapping,))
+        tid = plan.mapping_target[midx]
+        kind, target = plan.targets[tid]
+        # all of the target's mappings: a statement may name another mirrored database (a foreign key)
+        same = tuple(m for i, m in enumerate(plan.mappings) if plan.mapping_target[i] == tid)
+        writer = make_writer(kind, target, same)
         writer.open()
         try:
             if ddl.kind == "TRUNCATE":

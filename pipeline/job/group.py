@@ -12,6 +12,7 @@ import pymysql
 from adapters.registry import key_rules, kind_of, make_writer, target_from_adapter
 from pipeline.config import Config
 from pipeline.errors import ConfigError, SourceError
+from pipeline.job.cascades import SourceFk, expected_cascades, read_source_fks
 from pipeline.job.keyfold import KeyPlan
 from pipeline.job.routing import Route, routes_for
 from pipeline.mapping import DbMapping, Mapping, load_mappings
@@ -45,11 +46,15 @@ class GroupPlan:
         return KeyPlan(ordered, folds, targets)
 
     def check(self) -> None:
-        """Pre-flight: mappings fit the source tables, and every target answers and fits."""
-        check_against_source(self.config, self.mappings)
+        """Pre-flight: mappings fit the source tables, and every target answers and fits (RDB
+        targets: with the foreign keys whose cascades the binlog does not carry)."""
+        fks = check_against_source(self.config, self.mappings)
+        cascades = expected_cascades(fks, self.mappings, self.mapping_target)
         for tid, (kind, target) in self.targets.items():
             used = tuple(m for i, m in enumerate(self.mappings) if self.mapping_target[i] == tid)
-            if used:
+            if used and kind == "rdb":
+                make_writer(kind, target, used).check(cascades.get(tid, []))
+            elif used:
                 make_writer(kind, target, used).check()
 
 
@@ -105,8 +110,9 @@ def _source_database(cfg: Config, m: Mapping) -> str | None:
     return unquote(urlsplit("//" + rest).path.lstrip("/")) or None if rest else None
 
 
-def check_against_source(cfg: Config, mappings: tuple[Mapping, ...]) -> None:
-    """Every mapped source table exists and has the columns/PK the mapping names."""
+def check_against_source(cfg: Config, mappings: tuple[Mapping, ...]) -> list[SourceFk]:
+    """Every mapped source table exists and has the columns/PK the mapping names; returns the
+    foreign keys of the mapped databases."""
     s = cfg.source
     try:
         conn = pymysql.connect(host=s.host, port=s.port, user=s.user, password=s.password.reveal(),
@@ -131,6 +137,7 @@ def check_against_source(cfg: Config, mappings: tuple[Mapping, ...]) -> None:
                                           f"source table {spec.database}.{t} does not exist on "
                                           f"{s.host}:{s.port}")
                     m.validate_against_source(cols, pk, t)
+            return read_source_fks(cur, {m.spec.database for m in mappings if isinstance(m.spec, DbMapping)})
     finally:
         conn.close()
 

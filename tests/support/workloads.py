@@ -147,3 +147,138 @@ def run(cur, step_fn, seed: int, steps: int, ddl_mid: list[str] = ()) -> None:
             for stmt in ddl_mid:
                 cur.execute(stmt)
         step_fn(cur, rng, i)
+
+
+# -- foreign keys: cascades the binlog does not carry, generated columns ----------------------
+#: ``{a}``: the parent database, ``{b}``: the database with a foreign key into ``{a}``
+FK_DDL_A = [
+    "CREATE TABLE p (id INT NOT NULL PRIMARY KEY, code VARCHAR(10), n INT, UNIQUE KEY code (code))",
+    "CREATE TABLE c (id INT NOT NULL PRIMARY KEY, pid INT NOT NULL, n INT, "
+    "CONSTRAINT fk_c_p FOREIGN KEY (pid) REFERENCES p (id) ON DELETE CASCADE ON UPDATE CASCADE)",
+    "CREATE TABLE gc (id INT NOT NULL PRIMARY KEY, cid INT, n INT, "
+    "CONSTRAINT fk_gc_c FOREIGN KEY (cid) REFERENCES c (id) ON DELETE SET NULL ON UPDATE CASCADE)",
+    "CREATE TABLE r (id INT NOT NULL PRIMARY KEY, pid INT, "
+    "CONSTRAINT fk_r_p FOREIGN KEY (pid) REFERENCES p (id) ON DELETE RESTRICT ON UPDATE RESTRICT)",
+    "CREATE TABLE e (id INT NOT NULL PRIMARY KEY, boss INT, "
+    "CONSTRAINT fk_e_e FOREIGN KEY (boss) REFERENCES e (id) ON DELETE SET NULL ON UPDATE CASCADE)",
+    "CREATE TABLE cp (a INT NOT NULL, b INT NOT NULL, v INT, PRIMARY KEY (a, b))",
+    "CREATE TABLE cc (id INT NOT NULL PRIMARY KEY, a INT, b INT, "
+    "CONSTRAINT fk_cc_cp FOREIGN KEY (a, b) REFERENCES cp (a, b) ON DELETE CASCADE ON UPDATE CASCADE)",
+    "CREATE TABLE gen (id INT NOT NULL PRIMARY KEY, a INT, b INT, v INT AS (a + b) VIRTUAL, "
+    "s INT AS (a * b) STORED)",
+    "CREATE TABLE solo (id INT NOT NULL PRIMARY KEY, v INT)",
+]
+FK_DDL_B = ["CREATE TABLE d (id INT NOT NULL PRIMARY KEY, pid INT, CONSTRAINT fk_d_p FOREIGN KEY (pid) "
+            "REFERENCES `{a}`.p (id) ON DELETE CASCADE ON UPDATE CASCADE)"]
+#: MariaDB targets only (PostgreSQL does not replay DDL): a foreign key added and dropped
+#: mid-stream, a generated column turned plain and a plain one turned generated
+FK_DDL_C = ["CREATE TABLE x (id INT NOT NULL PRIMARY KEY, pid INT, a INT, b INT, g INT AS (a - b) VIRTUAL, h INT)"]
+FK_DDL_C_MID = [
+    ["UPDATE `{c}`.x SET pid = NULL WHERE pid NOT IN (SELECT id FROM `{a}`.p)",
+     "ALTER TABLE `{c}`.x ADD CONSTRAINT fk_x_p FOREIGN KEY (pid) REFERENCES `{a}`.p (id) ON DELETE SET NULL",
+     "ALTER TABLE `{c}`.x DROP COLUMN g, ADD COLUMN g INT"],
+    ["ALTER TABLE `{c}`.x DROP FOREIGN KEY fk_x_p",
+     "ALTER TABLE `{c}`.x DROP COLUMN h, ADD COLUMN h INT AS (a * 2) STORED"],
+]
+FK_PG_DDL_A = [
+    "CREATE TABLE {a}.p (id INT NOT NULL PRIMARY KEY, code VARCHAR(10), n INT, CONSTRAINT p_code UNIQUE (code))",
+    "CREATE TABLE {a}.c (id INT NOT NULL PRIMARY KEY, pid INT NOT NULL, n INT, "
+    "CONSTRAINT fk_c_p FOREIGN KEY (pid) REFERENCES {a}.p (id) ON DELETE CASCADE ON UPDATE CASCADE)",
+    "CREATE TABLE {a}.gc (id INT NOT NULL PRIMARY KEY, cid INT, n INT, "
+    "CONSTRAINT fk_gc_c FOREIGN KEY (cid) REFERENCES {a}.c (id) ON DELETE SET NULL ON UPDATE CASCADE)",
+    "CREATE TABLE {a}.r (id INT NOT NULL PRIMARY KEY, pid INT, "
+    "CONSTRAINT fk_r_p FOREIGN KEY (pid) REFERENCES {a}.p (id) ON DELETE RESTRICT ON UPDATE RESTRICT)",
+    "CREATE TABLE {a}.e (id INT NOT NULL PRIMARY KEY, boss INT, "
+    "CONSTRAINT fk_e_e FOREIGN KEY (boss) REFERENCES {a}.e (id) ON DELETE SET NULL ON UPDATE CASCADE)",
+    "CREATE TABLE {a}.cp (a INT NOT NULL, b INT NOT NULL, v INT, PRIMARY KEY (a, b))",
+    "CREATE TABLE {a}.cc (id INT NOT NULL PRIMARY KEY, a INT, b INT, "
+    "CONSTRAINT fk_cc_cp FOREIGN KEY (a, b) REFERENCES {a}.cp (a, b) ON DELETE CASCADE ON UPDATE CASCADE)",
+    "CREATE TABLE {a}.gen (id INT NOT NULL PRIMARY KEY, a INT, b INT, v INT GENERATED ALWAYS AS (a + b) STORED, "
+    "s INT GENERATED ALWAYS AS (a * b) STORED)",
+    "CREATE TABLE {a}.solo (id INT NOT NULL PRIMARY KEY, v INT)",
+]
+FK_PG_DDL_B = ["CREATE TABLE {b}.d (id INT NOT NULL PRIMARY KEY, pid INT, CONSTRAINT fk_d_p FOREIGN KEY (pid) "
+               "REFERENCES {a}.p (id) ON DELETE CASCADE ON UPDATE CASCADE)"]
+
+
+def fk_seed(cur, a: str, b: str, c: str | None) -> None:
+    """Parents with children, grandchildren, employees, composite parents; all captured."""
+    for i in range(1, 21):
+        cur.execute(f"INSERT INTO `{a}`.p (id, code, n) VALUES (%s, %s, 0)", (i, f"k{i}"))
+        for j in range(3):
+            cur.execute(f"INSERT INTO `{a}`.c (id, pid, n) VALUES (%s, %s, 0)", (i * 10 + j, i))
+            cur.execute(f"INSERT INTO `{a}`.gc (id, cid, n) VALUES (%s, %s, 0)", (i * 100 + j, i * 10 + j))
+        cur.execute(f"INSERT INTO `{a}`.e (id, boss) VALUES (%s, %s)", (i, i // 2 or None))
+        cur.execute(f"INSERT INTO `{a}`.cp (a, b, v) VALUES (%s, %s, 0)", (i, i % 3))
+        cur.execute(f"INSERT INTO `{a}`.cc (id, a, b) VALUES (%s, %s, %s)", (i, i, i % 3))
+        cur.execute(f"INSERT INTO `{a}`.gen (id, a, b) VALUES (%s, %s, %s)", (i, i, 2))
+        cur.execute(f"INSERT INTO `{b}`.d (id, pid) VALUES (%s, %s)", (i, i))
+        if c:
+            cur.execute(f"INSERT INTO `{c}`.x (id, pid, a, b, h) VALUES (%s, %s, %s, 1, 0)", (i, i, i))
+
+
+def fk_step(cur, rng: random.Random, step: int, a: str, b: str, c: str | None) -> None:
+    """One random transaction over the foreign-key schema."""
+    pid = rng.randrange(1, 60)
+    new = 2000 + step
+    op = rng.randrange(14)
+    if op == 0:    # a new parent with children (and a child of another database) in one transaction
+        _tx(cur, (f"INSERT INTO `{a}`.p (id, code, n) VALUES (%s, %s, 0)", (new, f"k{new}")),
+            *[(f"INSERT INTO `{a}`.c (id, pid, n) VALUES (%s, %s, 0)", (new * 10 + j, new)) for j in range(3)],
+            (f"INSERT INTO `{b}`.d (id, pid) VALUES (%s, %s)", (new, new)))
+    elif op == 1:  # children moved to a parent created in the same transaction
+        _tx(cur, (f"INSERT INTO `{a}`.p (id, code, n) VALUES (%s, %s, 0)", (new, f"k{new}")),
+            (f"UPDATE `{a}`.c SET pid = %s, n = n + 1 WHERE pid = %s", (new, pid)))
+    elif op == 2:  # a parent deleted with its children (and their grandchildren set NULL)
+        _tx(cur, (f"DELETE FROM `{a}`.p WHERE id = %s", (pid,)))
+    elif op == 3:  # a parent's key changes: its children follow (ON UPDATE CASCADE), r restricts
+        _tx(cur, (f"UPDATE `{a}`.p SET id = %s WHERE id = %s", (new, pid)))
+    elif op == 4:  # unique codes swapped between parents through a temporary value
+        x, y = rng.randrange(1, 60), rng.randrange(1, 60)
+        _tx(cur, (f"SELECT code INTO @cx FROM `{a}`.p WHERE id = %s", (x,)),
+            (f"SELECT code INTO @cy FROM `{a}`.p WHERE id = %s", (y,)),
+            (f"UPDATE `{a}`.p SET code = %s WHERE id = %s", (f"t{step}", x)),
+            (f"UPDATE `{a}`.p SET code = @cx WHERE id = %s", (y,)),
+            (f"UPDATE `{a}`.p SET code = @cy WHERE id = %s", (x,)))
+    elif op == 5:  # children and grandchildren of existing parents
+        _tx(cur, (f"INSERT INTO `{a}`.c (id, pid, n) VALUES (%s, %s, 1)", (new, pid)),
+            (f"INSERT INTO `{a}`.gc (id, cid, n) VALUES (%s, %s, 1)", (new, new)),
+            (f"UPDATE `{a}`.gc SET cid = %s WHERE id = %s", (new, rng.randrange(100, 2100))))
+    elif op == 6:  # a child's key changes (grandchildren follow), a child deleted
+        _tx(cur, (f"UPDATE `{a}`.c SET id = %s WHERE id = %s", (new * 10 + 7, rng.randrange(10, 600))),
+            (f"DELETE FROM `{a}`.c WHERE id = %s", (rng.randrange(10, 600),)))
+    elif op == 7:  # RESTRICT: rows that pin their parent
+        _tx(cur, (f"INSERT INTO `{a}`.r (id, pid) VALUES (%s, %s)", (step, pid)),
+            (f"DELETE FROM `{a}`.r WHERE id = %s", (rng.randrange(step + 1),)))
+    elif op == 8:  # a self-reference: bosses deleted (SET NULL) and re-keyed (CASCADE)
+        _tx(cur, (f"INSERT INTO `{a}`.e (id, boss) VALUES (%s, %s)", (new, rng.randrange(1, 40))),
+            (f"UPDATE `{a}`.e SET id = %s WHERE id = %s", (new + 5000, rng.randrange(1, 40))),
+            (f"DELETE FROM `{a}`.e WHERE id = %s", (rng.randrange(1, 40),)))
+    elif op == 9:  # a composite key: parents re-keyed and deleted
+        x = rng.randrange(1, 40)
+        _tx(cur, (f"UPDATE `{a}`.cp SET a = a + 100 WHERE a = %s", (x,)),
+            (f"DELETE FROM `{a}`.cp WHERE a = %s", (rng.randrange(1, 40),)),
+            (f"INSERT INTO `{a}`.cp (a, b, v) VALUES (%s, 1, 1)", (new,)),
+            (f"INSERT INTO `{a}`.cc (id, a, b) VALUES (%s, %s, 1)", (new, new)))
+    elif op == 10:  # generated columns follow their inputs
+        _tx(cur, (f"UPDATE `{a}`.gen SET a = a + 1, b = %s WHERE id = %s", (step % 7, rng.randrange(1, 25))),
+            (f"INSERT INTO `{a}`.gen (id, a, b) VALUES (%s, %s, %s)", (new, step, 3)))
+    elif op == 11:  # an unrelated table stays parallel
+        _tx(cur, (f"INSERT INTO `{a}`.solo (id, v) VALUES (%s, %s) ON DUPLICATE KEY UPDATE v = v + 1",
+                  (rng.randrange(50), step)))
+    elif op == 12 and c:  # the table whose foreign key comes and goes
+        _tx(cur, (f"UPDATE `{c}`.x SET pid = %s, a = a + 1 WHERE id = %s", (pid, rng.randrange(1, 21))),
+            (f"INSERT INTO `{c}`.x (id, pid, a, b) VALUES (%s, %s, %s, 2)", (new, pid, step)))
+    else:  # rows of the other database
+        _tx(cur, (f"UPDATE `{b}`.d SET pid = %s WHERE id = %s", (pid, rng.randrange(1, 40))),
+            (f"DELETE FROM `{b}`.d WHERE id = %s", (rng.randrange(1, 40),)))
+
+
+def fk_run(cur, seed: int, steps: int, a: str, b: str, c: str | None) -> None:
+    """``steps`` random transactions; with ``c``, the mid-stream DDL at 1/3 and 2/3."""
+    rng = random.Random(seed)
+    for i in range(steps):
+        if c and i in (steps // 3, 2 * steps // 3):
+            for stmt in FK_DDL_C_MID[0 if i == steps // 3 else 1]:
+                cur.execute(stmt.format(a=a, c=c))
+        fk_step(cur, rng, i, a, b, c)

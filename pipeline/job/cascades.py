@@ -1,0 +1,117 @@
+"""Foreign keys whose actions the binlog does not carry, and what a target must have for them.
+
+InnoDB does not log the rows an ``ON DELETE/UPDATE CASCADE`` or ``SET NULL`` changes: a replica
+must perform them itself. So a mapped child table whose source foreign key cascades needs the
+same foreign key (same columns, same parent, same actions) between the mapped tables in its RDB
+target, and the parent table must be mapped to that target too. :func:`expected_cascades`
+reads the source's foreign keys and says, per target, which foreign keys the target must have;
+the RDB adapter checks them at pre-flight (``check_cascades``) with one message per problem.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from adapters.rdb.config import RdbTable
+from pipeline.errors import ConfigError
+from pipeline.mapping import DbMapping, Mapping
+
+CASCADING = frozenset({"CASCADE", "SET NULL", "SET DEFAULT"})
+
+
+@dataclass(frozen=True)
+class SourceFk:
+    """One foreign key of a source table."""
+
+    name: str
+    database: str
+    table: str
+    columns: tuple[str, ...]
+    ref_database: str
+    ref_table: str
+    ref_columns: tuple[str, ...]
+    on_delete: str
+    on_update: str
+
+    @property
+    def cascades(self) -> bool:
+        return self.on_delete in CASCADING or self.on_update in CASCADING
+
+    def describe(self) -> str:
+        return (f"foreign key {self.name} of {self.database}.{self.table} ({', '.join(self.columns)}) -> "
+                f"{self.ref_database}.{self.ref_table} ({', '.join(self.ref_columns)}) "
+                f"ON DELETE {self.on_delete} ON UPDATE {self.on_update}")
+
+
+@dataclass(frozen=True)
+class ExpectedFk:
+    """A foreign key a target must have: the source's, in the target's names."""
+
+    source: SourceFk
+    origin: str  # the child's mapping file
+    child: RdbTable
+    columns: tuple[str, ...]
+    parent: RdbTable
+    ref_columns: tuple[str, ...]
+
+
+def read_source_fks(cur, databases: set[str]) -> list[SourceFk]:
+    """The foreign keys of every table in ``databases`` (a pymysql cursor on the source)."""
+    if not databases:
+        return []
+    marks = ", ".join(["%s"] * len(databases))
+    cur.execute(
+        "SELECT k.CONSTRAINT_NAME, k.TABLE_SCHEMA, k.TABLE_NAME, k.COLUMN_NAME, k.REFERENCED_TABLE_SCHEMA, "
+        "k.REFERENCED_TABLE_NAME, k.REFERENCED_COLUMN_NAME, r.DELETE_RULE, r.UPDATE_RULE "
+        "FROM information_schema.KEY_COLUMN_USAGE k JOIN information_schema.REFERENTIAL_CONSTRAINTS r "
+        "ON r.CONSTRAINT_SCHEMA = k.CONSTRAINT_SCHEMA AND r.CONSTRAINT_NAME = k.CONSTRAINT_NAME "
+        "AND r.TABLE_NAME = k.TABLE_NAME "
+        f"WHERE k.TABLE_SCHEMA IN ({marks}) AND k.REFERENCED_TABLE_NAME IS NOT NULL "
+        "ORDER BY k.TABLE_SCHEMA, k.TABLE_NAME, k.CONSTRAINT_NAME, k.ORDINAL_POSITION", tuple(sorted(databases)))
+    out: dict[tuple, list] = {}
+    for name, db, table, col, rdb, rtable, rcol, on_delete, on_update in cur.fetchall():
+        fk = out.setdefault((db, table, name), [[], rdb, rtable, [], on_delete, on_update])
+        fk[0].append(col)
+        fk[3].append(rcol)
+    return [SourceFk(n, db, t, tuple(c), rdb, rt, tuple(rc), od, ou)
+            for (db, t, n), (c, rdb, rt, rc, od, ou) in out.items()]
+
+
+def _mapped(mappings: tuple[Mapping, ...], database: str, table: str) -> list[tuple[int, Mapping]]:
+    return [(i, m) for i, m in enumerate(mappings)
+            if isinstance(m.spec, DbMapping) and m.matches(database, table)]
+
+
+def _target_columns(m: Mapping, columns: tuple[str, ...]) -> tuple[str, ...] | None:
+    mapped = m.spec.column_mapping(columns)
+    return tuple(mapped[c] for c in columns) if all(c in mapped for c in columns) else None
+
+
+def expected_cascades(fks: list[SourceFk], mappings: tuple[Mapping, ...], targets: tuple[str, ...]
+                      ) -> dict[str, list[ExpectedFk]]:
+    """Per target id, the foreign keys it must have; a cascading foreign key whose parent is not
+    mapped to the child's target is a ConfigError naming the child's mapping file."""
+    out: dict[str, list[ExpectedFk]] = {}
+    for fk in fks:
+        if not fk.cascades:
+            continue
+        for ci, child in _mapped(mappings, fk.database, fk.table):
+            parents = [(pi, p) for pi, p in _mapped(mappings, fk.ref_database, fk.ref_table)
+                       if targets[pi] == targets[ci]]
+            cols = _target_columns(child, fk.columns)
+            if not parents or cols is None:
+                what = "its parent table is not mapped to the same target" if not parents else \
+                    "its columns are not all mapped"
+                raise ConfigError(child.file, "dbMapping", f"source {fk.describe()}: {what}; the binlog does not "
+                                  "carry the rows the cascade changes, so the target cannot follow them",
+                                  hint=f"map {fk.ref_database}.{fk.ref_table} to the same target in this group "
+                                  "(and every column of the foreign key)")
+            _, parent = parents[0]
+            rcols = _target_columns(parent, fk.ref_columns)
+            if rcols is None:
+                raise ConfigError(parent.file, "dbMapping", f"source {fk.describe()}: the referenced columns are "
+                                  "not all mapped", hint="map them")
+            out.setdefault(targets[ci], []).append(ExpectedFk(
+                fk, child.file, RdbTable.from_mapping(child, fk.table), cols,
+                RdbTable.from_mapping(parent, fk.ref_table), rcols))
+    return out
