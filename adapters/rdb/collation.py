@@ -38,8 +38,8 @@ from sqlalchemy.engine import Connection
 ORDERED = "ordered"
 #: collations whose weight string of an ASCII text is the concatenation of per-character weights
 _ASCII_PER_CHAR = re.compile(
-    r"^(?:[a-z0-9]+_)?(?:general(?:_mysql500|_nopad)?_ci|unicode(?:_520)?(?:_nopad)?_ci|swedish_ci|0900_ai_ci"
-    r"|uca1400(?:_nopad)?_ai_ci)$")
+    r"^(?:[a-z0-9]+_(?:general(?:_mysql500|_nopad)?_ci|unicode(?:_520)?(?:_nopad)?_ci|0900_ai_ci"
+    r"|uca1400(?:_nopad)?_ai_ci)|latin1_swedish_ci|uca1400(?:_nopad)?_ai_ci)$")
 _MULTI_LEVEL = re.compile(r"^(?P<base>.*(?:uca1400|_0900)(?:_nopad)?)_a[is]_c[is](?:_ks)?$")
 _NAME = re.compile(r"^[A-Za-z0-9_]+$")
 _MAX_CACHE = 200_000
@@ -86,7 +86,7 @@ class Folder:
         self._cache: dict[str, str] = {}
         self._ascii: list[bytes] | None = None
         self._space = b""
-        self._per_char = bool(_ASCII_PER_CHAR.match(collation.removeprefix(f"{charset}_")))
+        self._per_char = bool(_ASCII_PER_CHAR.match(collation))
 
     def _expr(self) -> str:
         return f"HEX(WEIGHT_STRING(CONVERT(%s USING {self.charset}) COLLATE {self.collation}))"

@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 import json
+import os
+import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
 
+from adapters.rdb import RdbTarget
+from pipeline.job.keyfold import KeyPlan
 from pipeline.job.plan import Segment, partitioned_changes, read_dml, segments
 from pipeline.job.routing import Route
 
 
 @pytest.fixture(scope="module")
 def spark():
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # key folds run in a Python UDF
     s = (SparkSession.builder.master("local[2]").appName("plan-test")
          .config("spark.ui.enabled", "false").config("spark.driver.bindAddress", "127.0.0.1")
          .config("spark.driver.host", "127.0.0.1").getOrCreate())
@@ -29,15 +34,15 @@ def dml(batch, seq, type_, rows, old=None, table="t", pk=("id",), ddl=False, sql
             "batchId": batch, "seq": seq}
 
 
-def collect(spark, lines, routes, n=4, seg=Segment(None, None)):
+def collect(spark, lines, routes, n=4, seg=Segment(None, None), keys=None):
     with tempfile.TemporaryDirectory() as tmp:  # read as the job reads batch files
         path = Path(tmp) / "b.jsonl"
         path.write_text("".join(json.dumps(x) + "\n" for x in lines))
-        return _collect(read_dml(spark, [path.as_uri()], ordered=n == 1), routes, n, seg)
+        return _collect(read_dml(spark, [path.as_uri()], ordered=n == 1), routes, n, seg, keys)
 
 
-def _collect(df, routes, n, seg):
-    out = partitioned_changes(df, seg, routes, n)
+def _collect(df, routes, n, seg, keys=None):
+    out = partitioned_changes(df, seg, routes, n, keys)
     rows = out.rdd.mapPartitionsWithIndex(lambda i, it: [(i, r.asDict()) for r in it]).collect()
     for _, r in rows:  # the row images leave the JVM as JSON text
         r["d"] = json.loads(r["d"]) if r["d"] is not None else None
@@ -194,3 +199,43 @@ def test_the_same_plan_generates_the_same_code(spark, tmp_path, n):
         assert code() == first
     finally:
         spark.conf.unset("spark.sql.adaptive.enabled")
+
+
+def test_keys_the_target_collation_equates_share_a_partition(spark, mariadb_target):
+    """(9,'Z'), (9,'z ') and (9,'z') are one row under utf8mb4_general_ci: their changes must
+    meet in one partition in source order, whatever the raw bytes hash to."""
+    target = RdbTarget.from_url(f"mariadb+pymysql://{mariadb_target['user']}@{mariadb_target['host']}:"
+                                f"{mariadb_target['port']}/", password=mariadb_target["password"])
+    keys = KeyPlan(folds={(0, "t"): (("k2", "w:utf8mb4:utf8mb4_general_ci"),)}, targets={0: target})
+    variants = ["Z", "z ", "z", "Z  ", "á", "A", "a ", "ß", "s", "S "]
+    lines, seq = [], 0
+    for k1 in range(6):
+        for v in variants:
+            kind = "DELETE" if seq % 2 else "INSERT"
+            lines.append(dml(1, seq, kind, [{"k1": str(k1), "k2": v, "v": str(seq)}], pk=("k1", "k2")))
+            seq += 1
+    rows = collect(spark, lines, [Route(0, "db", "t", None)], n=4, keys=keys)
+    assert len(rows) == len(lines)
+    groups: dict = {}
+    for part, r in rows:
+        folded = (r["d"]["k1"], {"z": "z", "a": "a", "á": "a", "ß": "s", "s": "s"}[r["d"]["k2"].strip().lower()])
+        groups.setdefault(folded, set()).add(part)
+    assert all(len(p) == 1 for p in groups.values()), groups
+    assert len({p for ps in groups.values() for p in ps}) > 1  # still spread over partitions
+
+
+@pytest.mark.parametrize("n", [1, 4])
+def test_an_ordered_group_is_one_stream_and_keeps_key_changes_as_updates(spark, n):
+    keys = KeyPlan(ordered={(0, "t"): "tgt/db.t", (0, "other"): "tgt/db.t"})
+    lines = [dml(1, i, "INSERT", [{"id": str(i), "v": "a"}], table="t" if i % 2 else "other") for i in range(20)]
+    lines.append(dml(2, 0, "UPDATE", [{"id": "100", "v": "a"}], old=[{"id": "1"}]))  # key 1 -> 100
+    lines.append(dml(2, 1, "INSERT", [{"id": "7", "v": "x"}], table="free"))
+    routes = [Route(0, "db", None, None)]
+    rows = collect(spark, lines, routes, n=n, keys=keys)
+    ordered = [(p, r) for p, r in rows if r["table"] in ("t", "other")]
+    assert all(r["ordered"] for _, r in ordered) and not any(r["ordered"] for _, r in rows if r["table"] == "free")
+    assert len({p for p, _ in ordered}) == 1
+    seqs = [(r["batchId"], r["seq"]) for _, r in ordered]
+    assert seqs == sorted(seqs)
+    change = [r for _, r in ordered if r["batchId"] == 2]
+    assert [(r["kind"], r["d"]["id"], r["o"]) for r in change] == [("UPDATE", "100", {"id": "1"})]
