@@ -102,7 +102,9 @@ def apply_ddl(w: RdbWriter, route: RdbTable | None, ddl: DdlChange) -> None:
             if ddl.seq != (0, 0, 0):
                 cur.execute(f"CREATE TABLE IF NOT EXISTS {qdb}.{LOG_TABLE} (source_db VARCHAR(64) NOT NULL, "
                             "seq VARCHAR(64) NOT NULL, sql_sha1 CHAR(40) NOT NULL, applied_at TIMESTAMP(6) NOT NULL "
-                            "DEFAULT CURRENT_TIMESTAMP(6), PRIMARY KEY (source_db, seq, sql_sha1)) ENGINE=InnoDB")
+                            "DEFAULT CURRENT_TIMESTAMP(6), scope VARCHAR(190) NOT NULL DEFAULT '', "
+                            "PRIMARY KEY (source_db, seq, sql_sha1)) ENGINE=InnoDB")
+                _add_scope_column(cur, target_db)
                 cur.execute(f"SELECT 1 FROM {qdb}.{LOG_TABLE} WHERE source_db = %s AND seq = %s AND sql_sha1 = %s",
                             mark)
                 if cur.fetchone():
@@ -118,7 +120,8 @@ def apply_ddl(w: RdbWriter, route: RdbTable | None, ddl: DdlChange) -> None:
                 log.info("ddl already applied", database=target_db, table=ddl.table, kind=ddl.kind,
                          error=db_text(e, w.dialect))
             if ddl.seq != (0, 0, 0):
-                cur.execute(f"INSERT INTO {qdb}.{LOG_TABLE} (source_db, seq, sql_sha1) VALUES (%s, %s, %s)", mark)
+                cur.execute(f"INSERT INTO {qdb}.{LOG_TABLE} (source_db, seq, sql_sha1, scope) VALUES (%s, %s, %s, %s)",
+                            (*mark, _scope(w)))
         finally:
             cur.close()
     except Exception as e:  # noqa: BLE001 - a raw DBAPI error: classified below
@@ -134,21 +137,48 @@ def apply_ddl(w: RdbWriter, route: RdbTable | None, ddl: DdlChange) -> None:
         conn.close()
 
 
-def applied_after(w: RdbWriter, route: RdbTable, change) -> bool:
-    """True if the DDL ledger of the target database records a statement of the change's
-    source database that came after the change (so the change is a replay of history)."""
-    target_db = route.target_schema or change.database
+def _scope(w: RdbWriter) -> str:
+    return w.progress.scope if w.progress is not None else ""
+
+
+def _add_scope_column(cur, target_db: str) -> None:
+    """Ledgers made before the scope was recorded get the column (their rows keep scope '')."""
+    cur.execute("SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = "
+                "'_sluice_ddl_applied' AND COLUMN_NAME = 'scope'", (target_db,))
+    if not cur.fetchone()[0]:
+        qdb = "`" + target_db.replace("`", "``") + "`"
+        cur.execute(f"ALTER TABLE {qdb}.{LOG_TABLE} ADD COLUMN scope VARCHAR(190) NOT NULL DEFAULT ''")
+
+
+def last_applied(w: RdbWriter, route: RdbTable, database: str, scoped: bool = False) -> tuple[int, ...] | None:
+    """The position of the newest statement of source ``database`` the target database's DDL
+    ledger records (None: no ledger, nothing replayed there). ``scoped``: only statements this
+    writer's scope (store and group) replayed -- positions of another store mean nothing here."""
+    target_db = route.target_schema or database
     qdb = "`" + target_db.replace("`", "``") + "`"
+    if scoped and not _scope(w):
+        return None
     conn = w.engine().connect()
     try:
         cur = conn.connection.dbapi_connection.cursor()
         try:
-            cur.execute(f"SELECT seq FROM {qdb}.{LOG_TABLE} WHERE source_db = %s", (change.database,))
+            if scoped:
+                cur.execute(f"SELECT seq FROM {qdb}.{LOG_TABLE} WHERE source_db = %s AND scope = %s",
+                            (database, _scope(w)))
+            else:
+                cur.execute(f"SELECT seq FROM {qdb}.{LOG_TABLE} WHERE source_db = %s", (database,))
             seqs = [tuple(int(x) for x in r[0].split(".")) for r in cur.fetchall()]
         except Exception:  # noqa: BLE001 - no ledger table: nothing was replayed here
-            return False
+            return None
         finally:
             cur.close()
     finally:
         conn.close()
-    return any(s > tuple(change.seq) for s in seqs)
+    return max(seqs) if seqs else None
+
+
+def applied_after(w: RdbWriter, route: RdbTable, change) -> bool:
+    """True if the DDL ledger of the target database records a statement of the change's
+    source database that came after the change (so the change is a replay of history)."""
+    last = last_applied(w, route, change.database)
+    return last is not None and last > tuple(change.seq)

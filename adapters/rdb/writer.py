@@ -53,6 +53,7 @@ class RdbWriter(Writer):
         self.missed: Counter = Counter()  # UPDATE/DELETE that matched no row (canal semantics: fine)
         self._routes: dict[tuple, tuple[Any, RdbTable]] = {}
         self.progress: Progress | None = None  # positions of ordered tables (set by ``track``)
+        self._ddl_marks: dict[str, tuple | None] = {}  # source database -> newest replayed DDL (mirrors)
 
     def track(self, scope: str, generation: int = 0, recaptures: tuple[tuple[int, int], ...] = ()) -> None:
         """Record and honour the positions of ordered tables under ``scope`` (store id + group)."""
@@ -167,6 +168,7 @@ class RdbWriter(Writer):
     def apply(self, mapping: Any, changes: list[Change]) -> None:
         if self.conn is None:
             self.open()
+        changes = self._after_ddl(mapping, changes)
         if not any(c.ordered for c in changes):
             return self._apply_runs(mapping, changes)
         changes = self._unapplied(mapping, changes)
@@ -186,6 +188,30 @@ class RdbWriter(Writer):
             for c in changes:  # source order reproduces the source's states: no conflict unless diverged
                 self._apply_runs(mapping, [c])
         self._advance(mapping, changes)
+
+    def _after_ddl(self, mapping: Any, changes: list[Change]) -> list[Change]:
+        """Without the changes older than a DDL statement the target already replayed (mirrors
+        into MySQL/MariaDB): DML before a DDL barrier was committed before the DDL ran, so such a
+        change is history being replayed (a cursor reset), and applying it to the newer schema
+        could even write a value into a column that DDL has since re-made."""
+        if not changes or self.dialect.family != "mysql" or self.progress is None:
+            return changes
+        first = changes[0]
+        route = self.route(mapping, first.database, first.table)
+        if not route.mirror_ddl:
+            return changes
+        marks = self._ddl_marks
+        out = []
+        for c in changes:
+            if c.database not in marks:
+                marks[c.database] = ddl_mod.last_applied(self, self.route(mapping, c.database, c.table), c.database,
+                                                         scoped=True)
+            mark = marks[c.database]
+            if mark is not None and tuple(c.seq) < mark:
+                self.stats.skipped[f"{c.database}.{c.table}"] += 1
+                continue
+            out.append(c)
+        return out
 
     def _ordered_info(self, mapping: Any, c: Change) -> TableInfo | None:
         try:

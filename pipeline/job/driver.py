@@ -112,7 +112,7 @@ def run_sync(cfg: Config, group_id: str, spark: SparkSession, *, max_batches: in
                             blocked = blocked | {(e["mapping"], e["table"], e["key"])
                                                  for e in dead.round_entries(round_dir)}
                     if seg.ddl is not None:
-                        _apply_ddl(plan, seg.ddl)
+                        _apply_ddl(plan, seg.ddl, lineage["scope"])
                         summary.ddl += 1
                         epoch += 1
                         reset_caches(epoch)
@@ -238,7 +238,7 @@ def _run_segment(spark, dml, seg, plan: GroupPlan, ctx: JobContext, nparts: int,
                           + "\n  ".join(lines), hint="fix the cause and run sync again; replays are idempotent")
 
 
-def _apply_ddl(plan: GroupPlan, ddl: DdlChange) -> None:
+def _apply_ddl(plan: GroupPlan, ddl: DdlChange, scope: str = "") -> None:
     """Apply a barrier DDL (or TRUNCATE) to the targets of the mappings it concerns."""
     for midx in plan.mappings_for(ddl.database, ddl.table):
         mapping = plan.mappings[midx]
@@ -247,6 +247,8 @@ def _apply_ddl(plan: GroupPlan, ddl: DdlChange) -> None:
         # all of the target's mappings: a statement may name another mirrored database (a foreign key)
         same = tuple(m for i, m in enumerate(plan.mappings) if plan.mapping_target[i] == tid)
         writer = make_writer(kind, target, same)
+        if hasattr(writer, "track"):
+            writer.track(scope)  # the DDL ledger records which store and group replayed it
         writer.open()
         try:
             if ddl.kind == "TRUNCATE":
