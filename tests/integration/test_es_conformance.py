@@ -3,11 +3,13 @@ twice, and partly then fully replayed, the index holds exactly the expected rows
 
 from __future__ import annotations
 
+import base64
 import uuid
 
 import pytest
 from elasticsearch import Elasticsearch
 
+from adapters.base import Change
 from adapters.es import EsTarget, make_writer, reset_caches
 from pipeline.mapping.loader import parse_mapping_text
 from tests.support import golden
@@ -89,3 +91,38 @@ def test_update_of_missing_document_upserts_the_row(es, index, elasticsearch):
     w = make_writer(EsTarget((elasticsearch["url"],)), (m,))
     w.apply(m, [change])
     assert docs(es, index) == {"5": {"name": "five", "balance": "5.00", "note": "late", "score": 1}}
+
+
+#: key kinds and their ``_id`` (docs/es.md: the key's value converted as a field is)
+ID_KINDS = [("varbinary(8)", ["a\x00\x01", "\x00", "\x00\xff"],
+             lambda v: base64.b64encode(v.encode("latin-1")).decode()),
+            ("decimal(10,4)", ["-12.5000", "0.0001", "99999.9999"], str),
+            ("datetime(6)", ["2024-02-29 23:59:59.000001", "1970-01-01 00:00:00.000000", "2038-01-19 03:14:08.500000"],
+             lambda v: v.replace(" ", "T")),
+            ("varchar(20)", ["ü🚀", "Zz", "zZ "], str)]
+
+
+@pytest.mark.parametrize("mysql_type, values, doc_id", ID_KINDS, ids=[k[0] for k in ID_KINDS])
+def test_ids_of_every_key_kind(es, index, elasticsearch, mysql_type, values, doc_id):
+    """Insert, update, key change (DELETE + INSERT, as the job splits it), delete, replay."""
+    m = parse_mapping_text(f"""esMapping:
+  _index: {index}
+  _id: k
+  sql: "select t.k, t.name from kt t"
+""", "kt.yml")
+    types = {"k": mysql_type, "name": "varchar(40)"}
+
+    def ch(kind, k, name, old=None):
+        return Change(kind, "golden_src", "kt", {"k": k, "name": name}, old, ("k",), types)
+
+    a, b, c = values
+    batches = [[ch("INSERT", a, "one"), ch("INSERT", b, "two")],
+               [ch("UPDATE", a, "uno", {"name": "one"}), ch("DELETE", b, "two"), ch("INSERT", c, "two")],
+               [ch("DELETE", a, "uno"), ch("INSERT", a, "again")]]
+    w = make_writer(EsTarget((elasticsearch["url"],)), (m,))
+    w.open()
+    run(w, m, batches)
+    run(w, m, batches)
+    run(w, m, [batches[1][:1], *batches])
+    assert docs(es, index) == {doc_id(c): {"name": "two"}, doc_id(a): {"name": "again"}}
+    w.close()

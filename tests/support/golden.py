@@ -140,6 +140,28 @@ def no_primary_key() -> GoldenCase:
     return _case("no_primary_key", t, [b1, b2], [a, a2])
 
 
+KEYS = GoldenTable("keys_every_kind", (("kb", "varbinary(8)"), ("kd", "decimal(10,4)"), ("kt", "datetime(6)"),
+                                       ("ks", "varchar(20)"), ("v", "varchar(20)")), pk=("kb", "kd", "kt", "ks"))
+
+
+def keys_of_every_kind() -> tuple[list[list[Change]], list[dict]]:
+    """A composite key of binary bytes with NUL, a negative DECIMAL, DATETIME(6) and non-ASCII text
+    with case and trailing-space variants: insert, update, key change (as the job splits it),
+    delete, and a key a _ci collation equates with a deleted one."""
+    t = KEYS
+    r = [t.row(kb="\x00\x01", kd="-12.5000", kt="2024-02-29 23:59:59.000001", ks="ü🚀", v="a"),
+         t.row(kb="a\x00b", kd="0.0001", kt="1970-01-01 00:00:00.000000", ks="Zz", v="b"),
+         t.row(kb="\x00", kd="99999.9999", kt="2038-01-19 03:14:08.999999", ks="日本 語", v="c"),
+         t.row(kb="", kd="0.0000", kt="2000-01-01 00:00:00.500000", ks="x", v="d")]
+    upd, r0 = t.update(r[0], v="a2")
+    moved = {**r[1], "kb": "a\x00c", "ks": "zZ "}
+    b1 = [t.insert(x) for x in r]
+    b2 = [upd, t.delete(r[1]), t.insert(moved), t.delete(r[2])]
+    again = {**r[2], "ks": "日本 語 ", "v": "c2"}
+    b3 = [t.insert(again), t.delete(r[3])]
+    return [b1, b2, b3], [r0, moved, again]
+
+
 CASES = (basic, truncate, pk_swap, composite_key)
 
 
