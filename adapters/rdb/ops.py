@@ -170,7 +170,7 @@ def probe(w: RdbWriter, plan: Plan, rows: list[tuple]) -> set[int]:
 def upsert(w: RdbWriter, plan: Plan, changes: list[Change], rows: list[tuple]) -> None:
     """MySQL/MariaDB: a multi-row INSERT; when it meets an existing key (1062; the statement is
     rolled back whole), DELETE that statement's keys and INSERT again, where a duplicate left is
-    another unique key (terminal). Never ``ON DUPLICATE KEY UPDATE`` or ``REPLACE``: both also act
+    another unique key (terminal); with foreign key checks off for the load, so no cascade acts. Never ``ON DUPLICATE KEY UPDATE`` or ``REPLACE``: both also act
     on a conflicting *secondary* unique key and would silently update or delete another row.
     PostgreSQL/SQLite: ``INSERT ... ON CONFLICT (pk) DO UPDATE``. Counted as ``inserted``."""
     if not plan.key_pos:
@@ -181,7 +181,13 @@ def upsert(w: RdbWriter, plan: Plan, changes: list[Change], rows: list[tuple]) -
         keep = sorted(last.values())
         changes, rows = [changes[i] for i in keep], [rows[i] for i in keep]
     if w.dialect.family == "mysql":
-        return w.each_segment(plan, changes, rows, lambda cs, rs: _mysql_upsert(w, plan, cs, rs))
+        # as a dump loads: foreign keys unchecked, so the delete-by-key of a row that exists does not
+        # cascade to its children (it is inserted again at once) and tables load in any order
+        w.exec("SET SESSION foreign_key_checks = 0", ())
+        try:
+            return w.each_segment(plan, changes, rows, lambda cs, rs: _mysql_upsert(w, plan, cs, rs))
+        finally:
+            w.exec("SET SESSION foreign_key_checks = 1", ())
     for a, b in chunks(w, plan, rows, len(plan.tgt)):
         part, cs = rows[a:b], changes[a:b]
         stmt = w.sql.upsert(plan.info, plan.tgt, len(part), plan.key_tgt)

@@ -139,3 +139,22 @@ def test_generated_columns_are_computed_by_the_target(db):
                     types, (1, 1, 0))]
     run(db, {"g1": r}, [plain])
     assert rows(db, "g1") == [(1, 4, 3, 7)]
+
+
+def test_a_full_load_over_existing_rows_does_not_cascade(db):
+    """``sluice etl`` upserts; on MySQL an existing key is deleted and inserted again, which must
+    not delete the row's children through ON DELETE CASCADE (PostgreSQL upserts in place)."""
+    p = table(db, "lp", "id INT PRIMARY KEY, code VARCHAR(40)")
+    c = table(db, "lc", f"id INT PRIMARY KEY, pid INT, CONSTRAINT lc_p FOREIGN KEY (pid) REFERENCES {db.qt('lp')} "
+                        "(id) ON DELETE CASCADE")
+    run(db, {"lp": p, "lc": c}, [numbered([ch("INSERT", "lp", {"id": "1", "code": "a"})]),
+                                 numbered([ch("INSERT", "lc", {"id": "10", "pid": "1"})], batch=2)])
+    types = {"id": INT, "code": TXT}
+    load = [Change("UPSERT", "src", "lp", {"id": "1", "code": "loaded"}, None, ("id",), types),
+            Change("UPSERT", "src", "lp", {"id": "2", "code": "new"}, None, ("id",), types)]
+    w = make_writer(db.target, (p,))
+    w.open()
+    w.apply(p, load)
+    w.commit()
+    w.close()
+    assert rows(db, "lp") == [(1, "loaded"), (2, "new")] and rows(db, "lc") == [(10, 1)]
