@@ -170,8 +170,9 @@ def probe(w: RdbWriter, plan: Plan, rows: list[tuple]) -> set[int]:
 def upsert(w: RdbWriter, plan: Plan, changes: list[Change], rows: list[tuple]) -> None:
     """MySQL/MariaDB: a multi-row INSERT; when it meets an existing key (1062; the statement is
     rolled back whole), DELETE that statement's keys and INSERT again, where a duplicate left is
-    another unique key (terminal); with foreign key checks off for the load, so no cascade acts. Never ``ON DUPLICATE KEY UPDATE`` or ``REPLACE``: both also act
-    on a conflicting *secondary* unique key and would silently update or delete another row.
+    another unique key (terminal); with foreign key checks off for the load, so no cascade acts.
+    Never ``ON DUPLICATE KEY UPDATE`` or ``REPLACE``: both also act on a conflicting *secondary*
+    unique key and would silently update or delete another row.
     PostgreSQL/SQLite: ``INSERT ... ON CONFLICT (pk) DO UPDATE``. Counted as ``inserted``."""
     if not plan.key_pos:
         raise TargetError(f"{plan.source}: a full load (UPSERT) into {plan.info.label} needs a primary key "
