@@ -15,7 +15,10 @@ from pipeline.errors import ConfigError, SourceError
 from pipeline.job.cascades import SourceFk, expected_cascades, read_source_fks
 from pipeline.job.keyfold import KeyPlan
 from pipeline.job.routing import Route, routes_for
+from pipeline.logs import get_logger
 from pipeline.mapping import DbMapping, Mapping, load_mappings
+
+log = get_logger("group")
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,12 @@ class GroupPlan:
         targets: with the foreign keys whose cascades the binlog does not carry)."""
         fks = check_against_source(self.config, self.mappings)
         cascades = expected_cascades(fks, self.mappings, self.mapping_target)
+        for fk in fks:  # Elasticsearch and HBase have no foreign keys to cascade with
+            for m in self.mappings:
+                if fk.cascades and m.kind != "rdb" and m.matches(fk.database, fk.table):
+                    log.warning("the source cascades into a mapped table; the binlog does not carry those changes, "
+                                "so its documents/rows stay until the row itself changes", mapping=m.file,
+                                foreign_key=fk.describe())
         for tid, (kind, target) in self.targets.items():
             used = tuple(m for i, m in enumerate(self.mappings) if self.mapping_target[i] == tid)
             if used and kind == "rdb":
