@@ -44,7 +44,7 @@ def set_cursor(
     group: str = typer.Option(..., "--group", "-g", help="The consumer group."),
     to: int = typer.Option(..., "--to", min=0, help="The last batch to treat as applied (0: replay all)."),
 ) -> None:
-    """Move a group's cursor, e.g. back to 0 to apply every stored batch again (replays are idempotent)."""
+    """Move a group's cursor (to 0: apply every stored batch again; replays are idempotent)."""
     from pipeline.store import BatchStore
 
     cfg = load_config(config)
