@@ -12,6 +12,7 @@ import hashlib
 import json
 import logging
 import os
+import tempfile
 import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -22,7 +23,7 @@ from pipeline.errors import OutOfOrderAckError, StoreError
 
 from . import admin
 from .cursors import CursorFiles
-from .fsutil import now_iso, publish, write_atomic, write_temp
+from .fsutil import not_writable, now_iso, publish, write_atomic, write_temp
 from .locks import HeldLock, acquire
 from .meta import DATA_RE, META_RE, BatchMeta, data_name, meta_name, validate_group, validate_position
 from .verify import check_batch, encode_records
@@ -80,6 +81,18 @@ class BatchStore:
         self.store_id = str(body.get("id") or f"created-{body.get('createdAt', '')}")
         if fmt != 1:
             raise StoreError(f"{marker}: store format {fmt!r} is not supported by this Sluice (reads 1)")
+
+    def check_writable(self) -> None:
+        """Raise StoreError naming the first store folder this process cannot write to (a
+        read-only mount, another owner), before a command starts work it could not record."""
+        for d in (self.root, self.batch_dir, self.group_dir, self.lock_dir):
+            try:
+                d.mkdir(parents=True, exist_ok=True)
+                fd, probe = tempfile.mkstemp(prefix=".sluice-probe-", suffix=".tmp", dir=d)
+                os.close(fd)
+                os.unlink(probe)
+            except OSError as e:
+                raise not_writable(d, e) from None
 
     # ---- locks -------------------------------------------------------------------
 
