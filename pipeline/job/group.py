@@ -13,10 +13,14 @@ import pymysql
 from adapters.registry import key_rules, kind_of, make_writer, target_from_adapter
 from pipeline.config import Config
 from pipeline.errors import ConfigError, SourceError
+from pipeline.job import checked
 from pipeline.job.cascades import SourceFk, expected_cascades, read_source_fks
 from pipeline.job.keyfold import KeyPlan
 from pipeline.job.routing import Route, routes_for
+from pipeline.logs import get_logger
 from pipeline.mapping import DbMapping, Mapping, load_mappings
+
+log = get_logger("sync")
 
 
 @dataclass(frozen=True)
@@ -49,15 +53,36 @@ class GroupPlan:
     def check(self, store: Any = None) -> None:
         """Pre-flight: mappings fit the source tables, and every target answers and fits (RDB
         targets: with the foreign keys whose cascades the binlog does not carry). Runs on the
-        driver before Spark starts (``store``: the group's BatchStore, if open)."""
-        fks = check_against_source(self.config, self.mappings)
-        cascades = expected_cascades(fks, self.mappings, self.mapping_target)
+        driver before Spark starts.
+
+        ``store``: the group's BatchStore. With it, a source that cannot be reached does not stop
+        the sync when every dbMapping passed this check before unchanged (:mod:`pipeline.job.checked`):
+        applying RDB changes needs only the stored batches. (The cascade check, which reads the
+        source's foreign keys, is skipped then; it passed with the recorded check.)"""
+        db = [m for m in self.mappings if isinstance(m.spec, DbMapping)]
+        cascades: dict | None = None
+        try:
+            fks = check_against_source(self.config, self.mappings)
+        except SourceError as e:
+            if store is None:
+                raise
+            missing = checked.unchecked(store.root, self.config, db)
+            if missing:
+                raise SourceError(f"{e.message}; the mappings {', '.join(missing)} were not checked against the "
+                                  "source in their present form, so the stored batches cannot be applied without it",
+                                  hint=e.hint) from None
+            log.warning("the source is unreachable: applying the stored batches with mappings that passed the "
+                        "source check before, unchanged", group=self.group_id, error=e.message)
+        else:
+            cascades = expected_cascades(fks, self.mappings, self.mapping_target)
         for tid, (kind, target) in self.targets.items():
             used = tuple(m for i, m in enumerate(self.mappings) if self.mapping_target[i] == tid)
             if used and kind == "rdb":
-                make_writer(kind, target, used).check(cascades.get(tid, []))
+                make_writer(kind, target, used).check(None if cascades is None else cascades.get(tid, []))
             elif used:
                 make_writer(kind, target, used).check()
+        if cascades is not None and store is not None:  # every check passed with the source
+            checked.remember(store.root, self.config, db)
 
 
 def load_group(cfg: Config, group_id: str) -> GroupPlan:
