@@ -23,7 +23,7 @@ def run(
     no_capture: bool = typer.Option(False, "--no-capture", help="Skip capture (e.g. a `capture --follow` "
                                     "daemon feeds the store); only sync."),
     max_batches: int = typer.Option(50, "--max-batches", min=1, help="Batches per Spark round."),
-    partitions: int = typer.Option(0, "--partitions", min=0, help="Partitions (0: spark.partitions)."),
+    partitions: int | None = typer.Option(None, "--partitions", min=1, help="Partitions (default: spark.partitions)."),
     master: str = typer.Option(None, "--master", help="Spark master (default: spark.master; ignored "
                                "under spark-submit)."),
     nothing_exit: int = typer.Option(4, "--nothing-exit-code", min=0, max=255,
@@ -44,7 +44,7 @@ def run(
         return get_spark(cfg.spark, f"sluice-run-{cfg.source.name}", master)
 
     result = run_once(cfg, groups=group or None, spark_factory=spark_factory, capture=not no_capture,
-                      max_batches=max_batches, partitions=partitions or None, nothing_exit=nothing_exit)
+                      max_batches=max_batches, partitions=partitions, nothing_exit=nothing_exit)
     rec = result.record
     if as_json:
         typer.echo(json.dumps(rec, default=str))

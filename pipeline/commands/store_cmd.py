@@ -49,7 +49,9 @@ def set_cursor(
     from pipeline.store import BatchStore
 
     cfg = load_config(config)
+    cfg.group(group)  # a group the config does not have: a config error, not a new cursor file
     store = BatchStore(cfg.store_dir(), create=False)
+    store.check_writable()
     with store.apply_lock(group):
         old = store.set_cursor(group, to)
     typer.echo(f"group {group}: cursor {old} -> {to}")
@@ -90,6 +92,7 @@ def recapture(
 
     cfg = load_config(config)
     store = BatchStore(cfg.store_dir(), create=False)
+    store.check_writable()
     last = (store.batch_ids() or [0])[-1]
     with store.capture_lock():
         pos = store.drop_from(start)

@@ -32,7 +32,7 @@ def sync(
     config: str = typer.Option(..., "--config", "-c", help="The deployment config file."),
     group: str = typer.Option(..., "--group", "-g", help="The consumer group (groupId) to apply."),
     max_batches: int = typer.Option(50, "--max-batches", min=1, help="Batches per Spark round."),
-    partitions: int = typer.Option(0, "--partitions", min=0, help="Partitions (0: spark.partitions)."),
+    partitions: int | None = typer.Option(None, "--partitions", min=1, help="Partitions (default: spark.partitions)."),
     master: str = typer.Option(None, "--master", help="Spark master (default: spark.master, local[*])."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
@@ -49,7 +49,7 @@ def sync(
         plan.check(store)  # source and targets answer, mappings fit their tables
         pending = store.batches(since=store.cursor(group))
         spark = get_spark(cfg.spark, f"sluice-sync-{group}", master) if pending else None
-        summary = run_sync(cfg, group, spark, max_batches=max_batches, partitions=partitions or None, plan=plan,
+        summary = run_sync(cfg, group, spark, max_batches=max_batches, partitions=partitions, plan=plan,
                            locked=True)
     out = summary.as_dict()
     if as_json:

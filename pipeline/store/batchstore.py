@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from pipeline import __version__
 from pipeline.errors import OutOfOrderAckError, StoreError
 
 from . import admin
@@ -77,10 +78,16 @@ class BatchStore:
             fmt = body.get("format")
         except (OSError, ValueError, AttributeError) as e:
             raise StoreError(f"{marker}: unreadable store marker: {e}") from None
+        if isinstance(fmt, int) and not isinstance(fmt, bool) and fmt > 1:
+            raise StoreError(f"{marker}: this store was written by a newer Sluice (store format {fmt}; this "
+                             f"Sluice {__version__} reads format 1)",
+                             hint="run the Sluice version that wrote it (upgrade this installation); do not edit "
+                             "the store by hand")
+        if fmt != 1:
+            raise StoreError(f"{marker}: store format {fmt!r} is not supported by this Sluice (reads 1)",
+                             hint="check that store.path points at a Sluice batch store")
         #: this store's identity (stores made before it was recorded: their creation time)
         self.store_id = str(body.get("id") or f"created-{body.get('createdAt', '')}")
-        if fmt != 1:
-            raise StoreError(f"{marker}: store format {fmt!r} is not supported by this Sluice (reads 1)")
 
     def check_writable(self) -> None:
         """Raise StoreError naming the first store folder this process cannot write to (a
