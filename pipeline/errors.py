@@ -62,8 +62,6 @@ class StoreError(SluiceError):
 class CorruptBatchError(StoreError):
     """A batch file is truncated, changed after writing, or unreadable."""
 
-    exit_code = exitcodes.FAILED
-
 
 class LockHeldError(StoreError):
     """Another process holds the capture or apply lock."""
