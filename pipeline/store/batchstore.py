@@ -98,8 +98,8 @@ class BatchStore:
                 fd, probe = tempfile.mkstemp(prefix=".sluice-probe-", suffix=".tmp", dir=d)
                 os.close(fd)
                 os.unlink(probe)
-            except OSError as e:
-                raise not_writable(d, e) from None
+            except OSError as e:  # name the folder, not the probe file
+                raise not_writable(d, OSError(e.errno, e.strerror)) from None
 
     # ---- locks -------------------------------------------------------------------
 
