@@ -240,8 +240,10 @@ def _run_segment(spark, dml, seg, plan: GroupPlan, ctx: JobContext, nparts: int,
     if failed:
         lines = [f"partition {r['partition']}: table {r['error_table']} key {r['error_key']}: {r['error']}"
                  for r in failed]
+        said = any("fix:" in (r["error"] or "") for r in failed)  # the partition's error says what to do
         raise ApplyFailed(f"{len(failed)} of {len(results)} partitions failed; no batch was acked:\n  "
-                          + "\n  ".join(lines), hint="fix the cause and run sync again; replays are idempotent")
+                          + "\n  ".join(lines),
+                          hint=None if said else "fix the cause and run sync again; replays are idempotent")
 
 
 def _apply_ddl(plan: GroupPlan, ddl: DdlChange) -> None:
