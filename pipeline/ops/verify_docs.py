@@ -37,12 +37,15 @@ def verify_es(mapping: Any, target: Any, sample: int) -> TableDiff:
     t0 = time.monotonic()
     plan = doc_plan(mapping)
     diff = TableDiff(mapping.file, "es", plan.main_table, f"index {plan.index}", method=f"count + sample {sample}")
+    es = bulk.client(target)
+    if not es.indices.exists(index=plan.index):
+        raise TargetMismatchError(f"{mapping.file}: esMapping._index: index {plan.index} does not exist on "
+                                  f"{target.label}", hint="run `sluice sync` or `sluice etl` first, or fix _index")
     applier = ChunkApplier(target, plan, mapping, ApplyStats())
     applier._types = bulk.field_types(target, plan.index)
     src = applier._source()
     db = plan.main_schema or applier._database()
     diff.source = f"{db}.{plan.main_table}" if db else plan.main_table
-    es = bulk.client(target)
     with requery.connection(src) as conn:
         if db and not src.database:
             conn.select_db(db)
@@ -54,9 +57,6 @@ def verify_es(mapping: Any, target: Any, sample: int) -> TableDiff:
             kc = ", ".join(requery.q(c) for c in plan.key_columns)
             cur.execute(f"SELECT {kc} FROM {main} ORDER BY RAND() LIMIT {int(sample)}")
             keys = [tuple(r) for r in cur.fetchall()]
-    if not es.indices.exists(index=plan.index):
-        raise TargetMismatchError(f"{mapping.file}: esMapping._index: index {plan.index} does not exist on "
-                                  f"{target.label}", hint="run `sluice sync` or `sluice etl` first, or fix _index")
     es.indices.refresh(index=plan.index)
     if plan.relation is not None:
         query = {"term": {plan.relation.field: plan.relation.name}}
