@@ -67,6 +67,12 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         _say("sluice: interrupted")
         return INTERRUPTED
+    except OSError as e:
+        if not e.filename:
+            return _unexpected(e)
+        _say(f"sluice: error: {e.filename}: {e.strerror or type(e).__name__}\n  fix: check that the path is right "
+             "and that this user may read and write it")  # e.g. `report --out` into a folder we cannot write
+        return FAILED
     except Exception as e:  # noqa: BLE001 - the last line of defence: one message, not a traceback
         return _unexpected(e)
 

@@ -58,8 +58,8 @@ class RunResult:
 
 
 def _error(stage: str, e: BaseException, group: str | None = None) -> dict[str, Any]:
-    if isinstance(e, OSError) and not isinstance(e, SluiceError) and e.filename:
-        e = not_writable(e.filename, e, "a file")  # e.g. a metrics file: one message naming the path
+    if isinstance(e, OSError) and e.filename:  # e.g. a metrics file: one message naming the path
+        e = not_writable(e.filename, e, {"metrics": "the metrics file"}.get(stage, "a file"))
     msg = e.message if isinstance(e, SluiceError) else (str(e).strip().splitlines() or [""])[0][:2000]
     if isinstance(e, SluiceError) and e.hint:
         msg = f"{msg}\n  fix: {e.hint}"

@@ -146,3 +146,10 @@ def test_a_read_only_store_is_one_message_naming_the_path(read_only_deployment, 
                        "check the owner and permissions", "mounted read-write")
     assert line == f"sluice: error: {root}: cannot write the batch store (Permission denied)"
     assert "runs.lock" not in proc.stderr and "log4j" not in proc.stderr
+
+
+def test_a_report_that_cannot_be_written(deployment, tmp_path):
+    BatchStore(deployment.parent / "store" / "s")
+    (tmp_path / "afile").write_text("")
+    one_message(cli("report", "--config", str(deployment), "--out", str(tmp_path / "afile" / "r.html")),
+                exitcodes.FAILED, f"sluice: error: {tmp_path / 'afile'}:", "fix: check that the path is right")

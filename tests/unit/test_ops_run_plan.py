@@ -227,6 +227,18 @@ def test_the_apply_lock_is_held_from_the_checks_to_the_end_of_the_sync(env):
     BatchStore(store.root, create=False).check_apply_free("g1")  # released afterwards
 
 
+def test_a_metrics_file_that_cannot_be_written_is_one_error_naming_it(env, tmp_path):
+    cfg, store = env
+    (tmp_path / "m").write_text("a file where the metrics folder should be")
+    _append(store, 1)
+    r = _run(cfg, store)
+    assert r.exit_code == EXIT_FAILED and store.cursor("g1") == 1  # the work is done; the run is failed
+    err = r.record["errors"][-1]
+    assert err["stage"] == "metrics" and err["message"].startswith(f"{tmp_path / 'm'}: cannot write the metrics file")
+    assert "fix: check the owner and permissions" in err["message"]
+    assert RunLog(store.root).last()["run"] == r.record["run"]  # still recorded
+
+
 def test_group_selection_and_unknown_group(env):
     cfg, store = env
     _append(store, 1)
