@@ -43,7 +43,7 @@ def check_schema(w: RdbWriter, schema: str | None, origin: str) -> None:
     if schema not in names:
         where = f"{origin}: dbMapping.targetDb: " if origin else ""
         raise TargetMismatchError(f"{where}target database {schema} does not exist on {w.target.label}",
-                          hint=f"create it (CREATE DATABASE {schema}); mirrorDb then replays the tables' DDL")
+                                  hint=f"create it (CREATE DATABASE {schema}); mirrorDb then replays the tables' DDL")
 
 
 def check_route(w: RdbWriter, route: RdbTable) -> None:

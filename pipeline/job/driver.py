@@ -74,7 +74,7 @@ def run_sync(cfg: Config, group_id: str, spark: SparkSession, *, max_batches: in
              partitions: int | None = None, plan: GroupPlan | None = None, locked: bool = False) -> SyncSummary:
     """Apply every pending batch of ``group_id``; ack only what fully committed.
 
-    ``plan``: the group already loaded and checked (:func:`pipeline.job.group.preflight`, done
+    ``plan``: the group already loaded and checked (``load_group`` and ``GroupPlan.check``, done
     before Spark started); else it is loaded and checked here. ``locked``: the caller holds the
     group's apply lock (taken before Spark started); else it is taken here."""
     if plan is None:
