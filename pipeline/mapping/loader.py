@@ -32,6 +32,18 @@ class StrictLoader(yaml.SafeLoader):
                     None, None, f"key {key!r} appears twice in the same mapping", key_node.start_mark)
         return super().construct_mapping(node, deep=deep)
 
+    def construct_yaml_timestamp(self, node: yaml.ScalarNode):  # -> date | datetime
+        """A date-like scalar that is no real date (``0000-0-0``) is a YAML error with its line."""
+        try:
+            return super().construct_yaml_timestamp(node)
+        except ValueError as e:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"{node.value!r} is not a valid date or time ({e}); quote it to keep it as text",
+                node.start_mark) from None
+
+
+StrictLoader.add_constructor("tag:yaml.org,2002:timestamp", StrictLoader.construct_yaml_timestamp)
+
 
 def parse_mapping_text(text: str, file: str = "<mapping>") -> Mapping:
     """Parse the YAML text of a mapping file; errors name ``file`` (and the line)."""
