@@ -112,7 +112,9 @@ def run_once(cfg: Config, *, groups: list[str] | None = None, spark_factory: Cal
             _capture(cfg, capture_fn, rec)
         with ExitStack() as held:
             ready = _prepare_groups(cfg, store, plans, check_fn, rec, held)
-            spark = spark_factory() if ready and spark_factory is not None else None
+            spark = _start_spark(spark_factory, ready, store, rec) if ready else None
+            if spark is False:
+                ready = []
             for g, plan, before in ready:
                 ts = time.monotonic()
                 try:
@@ -223,6 +225,24 @@ def _prepare_groups(cfg: Config, store: BatchStore, plans: dict[str, Any],
             continue
         ready.append((g, plan, before))
     return ready
+
+
+def _start_spark(spark_factory: Callable[[], Any] | None, ready: list, store: BatchStore,
+                 rec: dict[str, Any]) -> Any:
+    """The Spark session for the groups that passed their checks; False (recorded) when it does
+    not start (no Java, a bad master URL)."""
+    if spark_factory is None:
+        return None
+    try:
+        return spark_factory()
+    except KeyboardInterrupt:
+        raise
+    except Exception as e:  # noqa: BLE001 - recorded; the run fails with its record written
+        rec["errors"].append(_error("spark", e))
+        log.error("Spark did not start", exc_info=True)
+        for g, _, before in ready:
+            rec["sync"][g] = {**_failed_sync(store, g, before, time.monotonic()), "note": "Spark did not start"}
+        return False
 
 
 def _ack_empty(store: BatchStore, g: str, pend: list) -> int:

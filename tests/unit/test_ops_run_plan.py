@@ -239,6 +239,21 @@ def test_a_metrics_file_that_cannot_be_written_is_one_error_naming_it(env, tmp_p
     assert RunLog(store.root).last()["run"] == r.record["run"]  # still recorded
 
 
+def test_spark_that_does_not_start_is_recorded(env):
+    cfg, store = env
+    _append(store, 1)
+
+    def no_java():
+        raise RuntimeError("Java gateway process exited before sending its port number")
+
+    r = run_once(cfg, spark_factory=no_java, capture_fn=lambda cfg, follow: Cap(0, 0), sync_fn=FakeSync(store),
+                 with_source_lag=False, load_fn=lambda cfg, g: g, check_fn=lambda cfg, plan, store: None)
+    assert r.exit_code == EXIT_FAILED and r.record["errors"][0]["stage"] == "spark"
+    assert "Java gateway" in r.record["errors"][0]["message"]
+    assert r.record["sync"]["g1"]["note"] == "Spark did not start"
+    assert RunLog(store.root).last()["run"] == r.record["run"]
+
+
 def test_group_selection_and_unknown_group(env):
     cfg, store = env
     _append(store, 1)
