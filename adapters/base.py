@@ -72,9 +72,14 @@ class ApplyStats:
     deleted: Counter = field(default_factory=Counter)
     skipped: Counter = field(default_factory=Counter)  # duplicate-key skips (replays)
     dead_lettered: Counter = field(default_factory=Counter)
+    #: UPDATEs and DELETEs that matched no target row (canal applies them as no-ops too; counted
+    #: so that a target missing rows, or source rows sharing a key, shows in the summary)
+    missed: Counter = field(default_factory=Counter)
+
+    KINDS = ("inserted", "updated", "deleted", "skipped", "dead_lettered", "missed")
 
     def add(self, other: ApplyStats) -> ApplyStats:
-        for name in ("inserted", "updated", "deleted", "skipped", "dead_lettered"):
+        for name in self.KINDS:
             getattr(self, name).update(getattr(other, name))
         return self
 
@@ -82,7 +87,7 @@ class ApplyStats:
         return sum(sum(getattr(self, n).values()) for n in ("inserted", "updated", "deleted", "skipped"))
 
     def as_dict(self) -> dict[str, dict[str, int]]:
-        return {n: dict(getattr(self, n)) for n in ("inserted", "updated", "deleted", "skipped", "dead_lettered")}
+        return {n: dict(getattr(self, n)) for n in self.KINDS}
 
 
 class Writer(abc.ABC):

@@ -1,17 +1,26 @@
 """The ``sluice`` command line (typer). Each stage adds its commands here.
 
-Every command turns a :class:`~pipeline.errors.SluiceError` into one message on stderr
-and a non-zero exit code; no traceback, no password.
+Every command ends in one message and an exit code from the table in docs/operations.md
+(``pipeline.exitcodes``): a :class:`~pipeline.errors.SluiceError` prints ``sluice: error: ...``
+(and its fix), a usage error prints the usage line and what is wrong (exit 2), and anything
+unexpected prints one line naming the exception (exit 1; the traceback only at
+``--log-level DEBUG``). Never a traceback otherwise, never a password.
+
+Only typer's public API is used (typer 0.26 vendors click instead of depending on it, so the
+CLI must not import click itself).
 """
 
 from __future__ import annotations
 
+import logging
 import sys
+import traceback
 
 import typer
 
 from pipeline import __version__
 from pipeline.errors import SluiceError
+from pipeline.exitcodes import FAILED, INTERRUPTED, OK
 from pipeline.logs import configure, mask
 
 app = typer.Typer(
@@ -20,6 +29,7 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    rich_markup_mode=None,  # plain usage errors: "Error: Missing option '--config'", one block, no box
 )
 
 
@@ -47,30 +57,59 @@ def _register() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Console-script entry point."""
-    _register()
+    """Console-script entry point: run one command, return its exit code; never raises."""
     try:
-        rv = app(args=argv, standalone_mode=False)
-        if isinstance(rv, int):  # click returns typer.Exit's code when not standalone
-            return rv
+        _register()
+        return _run(argv)
     except SluiceError as e:
-        typer.echo(f"sluice: error: {mask(str(e))}", err=True)
+        _say(f"sluice: error: {e}")
         return e.exit_code
-    except typer.Exit as e:
-        return e.exit_code
-    except typer.Abort:
-        typer.echo("sluice: aborted", err=True)
-        return 130
-    except SystemExit as e:
-        return int(e.code or 0)
-    except Exception as e:  # click usage errors arrive as ClickException
-        import click
+    except KeyboardInterrupt:
+        _say("sluice: interrupted")
+        return INTERRUPTED
+    except OSError as e:
+        if not e.filename:
+            return _unexpected(e)
+        _say(f"sluice: error: {e.filename}: {e.strerror or type(e).__name__}\n  fix: check that the path is right "
+             "and that this user may read and write it")  # e.g. `report --out` into a folder we cannot write
+        return FAILED
+    except Exception as e:  # noqa: BLE001 - the last line of defence: one message, not a traceback
+        return _unexpected(e)
 
-        if isinstance(e, click.ClickException):
-            e.show()
-            return e.exit_code
-        raise
-    return 0
+
+def _run(argv: list[str] | None) -> int:
+    try:
+        app(args=argv, prog_name="sluice", standalone_mode=True)
+    except SystemExit as e:  # typer (standalone) exits with the code: usage errors 2, --help 0, ...
+        return _code(e.code)
+    return OK
+
+
+def _code(code: object) -> int:
+    if code is None:
+        return OK
+    if isinstance(code, int):
+        return code
+    _say(f"sluice: error: {code}")  # sys.exit("text")
+    return FAILED
+
+
+def _say(text: str) -> None:
+    try:
+        typer.echo(mask(text), err=True)
+    except Exception:  # noqa: BLE001 - stderr closed (a pipe that went away): the exit code still tells
+        pass
+
+
+def _unexpected(e: BaseException) -> int:
+    """An error no module turned into a SluiceError: a bug or an environment we did not expect."""
+    first = (str(e).strip().splitlines() or [""])[0][:500]
+    _say(f"sluice: error: unexpected {type(e).__name__}" + (f": {first}" if first else "")
+         + "\n  fix: this is a bug or an unexpected environment; rerun with --log-level DEBUG for the "
+         "traceback and report it")
+    if logging.getLogger().isEnabledFor(logging.DEBUG):
+        _say("".join(traceback.format_exception(e)))
+    return FAILED
 
 
 if __name__ == "__main__":  # `python -m pipeline.cli`: use the importable module's app

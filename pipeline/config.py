@@ -21,7 +21,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from pipeline.errors import ConfigError
-from pipeline.mapping.loader import StrictLoader
+from pipeline.mapping.loader import StrictLoader, read_text
 from pipeline.secrets import Secret, resolve_password
 
 ENV_OVERRIDES = {
@@ -281,12 +281,7 @@ def parse_config(raw: Any, file: str = "<config>", env: dict[str, str] | None = 
 def load_config(path: str | os.PathLike) -> Config:
     """Read and validate a config file."""
     file = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(file, None, "file not found") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ConfigError(file, None, f"cannot read: {e}") from None
+    text = read_text(Path(path), file, "config")
     try:
         raw = yaml.load(text, Loader=StrictLoader)  # noqa: S506 - a SafeLoader subclass (duplicate keys refused)
     except yaml.YAMLError as e:
@@ -295,6 +290,9 @@ def load_config(path: str | os.PathLike) -> Config:
         raise ConfigError(file, None, f"{where}not valid YAML ({getattr(e, 'problem', e)})") from None
     except RecursionError:
         raise ConfigError(file, None, "not a usable YAML document: it is nested too deeply") from None
+    if raw is None:  # an empty file (or only comments): every default would point at a server nobody meant
+        raise ConfigError(file, None, "the file is empty (no source, store or groups)",
+                          hint="start from examples/sluice.yml; docs/config.md lists every key")
     try:
         return parse_config(raw, file)
     except RecursionError:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import traceback
 
 import structlog
 
@@ -39,6 +40,24 @@ def redact(_logger, _name, event: dict) -> dict:
     return event
 
 
+def exc_info_to_error(_logger, _name, event: dict) -> dict:
+    """structlog processor: ``log.exception(...)`` / ``exc_info=True`` becomes ``error="Type: first
+    line"`` (the traceback only at DEBUG), instead of a literal ``exc_info=True`` in the line."""
+    exc = event.pop("exc_info", None)
+    if not exc:
+        return event
+    if exc is True:
+        exc = sys.exc_info()[1]
+    elif isinstance(exc, tuple):
+        exc = exc[1]
+    if isinstance(exc, BaseException):
+        first = (str(exc).strip().splitlines() or [""])[0][:500]
+        event.setdefault("error", f"{type(exc).__name__}: {first}" if first else type(exc).__name__)
+        if logging.getLogger().isEnabledFor(logging.DEBUG):
+            event["traceback"] = "".join(traceback.format_exception(exc))
+    return event
+
+
 def configure(level: str | None = None, json_lines: bool | None = None) -> None:
     """Set up structlog (stderr). SLUICE_LOG_LEVEL / SLUICE_LOG_JSON override."""
     level = (level or os.environ.get("SLUICE_LOG_LEVEL", "INFO")).upper()
@@ -52,6 +71,7 @@ def configure(level: str | None = None, json_lines: bool | None = None) -> None:
             structlog.contextvars.merge_contextvars,
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", key="ts"),
+            exc_info_to_error,
             redact,
             renderer,
         ],

@@ -9,6 +9,7 @@ documents): the job retries or replays the whole chunk and reaches the same docu
 
 from __future__ import annotations
 
+import fnmatch
 from typing import Any
 
 from adapters.base import Change, Writer
@@ -17,7 +18,10 @@ from adapters.es.chunk import ChunkApplier
 from adapters.es.config import EsTarget
 from adapters.es.documents import doc_plan
 from adapters.es.errors import from_exception
-from pipeline.errors import ConfigError, SluiceError, TargetError
+from pipeline.errors import ConfigError, SluiceError, TargetError, TargetMismatchError, TransientError
+from pipeline.logs import get_logger
+
+log = get_logger("es")
 
 
 class EsWriter(Writer):
@@ -40,9 +44,29 @@ class EsWriter(Writer):
                               hint="fix hosts or properties.cluster.name")
         for m in self.mappings:
             plan = doc_plan(m)
+            self._check_index(es, m, plan)
             if plan.relation is not None:
                 self._check_join_field(m, plan)
             self._check_source(m, plan)
+
+    def _check_index(self, es: Any, m: Any, plan) -> None:
+        """The index (or alias) exists, or the cluster creates it on the first write (with dynamic
+        mappings: a warning, since a typo in ``_index`` would fill a new index)."""
+        try:
+            if es.indices.exists(index=plan.index):
+                return
+            auto = auto_create_allowed(es, plan.index)
+        except Exception as e:  # noqa: BLE001 - classified in errors.py
+            raise from_exception(e, f"checking index {plan.index}", self.target.label) from None
+        if not auto:
+            raise TargetMismatchError(f"{m.file}: esMapping._index: index {plan.index} does not exist on "
+                                      f"{self.target.label}, and the cluster does not create indices on write "
+                                      "(action.auto_create_index)",
+                                      hint=f"create it with the field mappings it needs (PUT /{plan.index}), or "
+                                      "fix _index")
+        log.warning("the index does not exist yet: Elasticsearch creates it with dynamic mappings on the first "
+                    "write; create it first if its fields need types (docs/es.md)", mapping=m.file,
+                    index=plan.index, target=self.target.label)
 
     def _check_join_field(self, m: Any, plan) -> None:
         types = bulk.field_types(self.target, plan.index)
@@ -62,11 +86,15 @@ class EsWriter(Writer):
         db = src.database
         if db is None and (plan.main_schema is None or any(j.schema is None for j in plan.joins)):
             return  # unqualified SQL: the database comes from each change
+        with requery.connection(src):
+            pass  # the source answers (a source down or refusing us is not a mapping error)
         try:
             sql = requery.strip_sql(plan.sql) + "\nLIMIT 0"
             rows = requery.requery(src, db, sql, [], None, f"checking {m.file} on the source")
             for _ in rows:
                 pass
+        except TransientError:
+            raise
         except SluiceError as e:
             raise ConfigError(m.file, "esMapping.sql", f"does not run on the source {src.label}: {e.message}") \
                 from None
@@ -90,3 +118,22 @@ class EsWriter(Writer):
 
 def make_writer(target: EsTarget, mappings: tuple[Any, ...]) -> EsWriter:
     return EsWriter(target, tuple(mappings))
+
+
+def auto_create_allowed(es: Any, index: str) -> bool:
+    """Whether the cluster creates ``index`` on its first write (``action.auto_create_index``:
+    true, false, or patterns such as ``+logs-*,-tmp-*``, where no match means no)."""
+    resp = es.cluster.get_settings(include_defaults=True, flat_settings=True)
+    value = None
+    for part in ("transient", "persistent", "defaults"):
+        value = (resp.get(part) or {}).get("action.auto_create_index")
+        if value is not None:
+            break
+    text = str(value if value is not None else "true").strip().lower()
+    if text in ("true", "false"):
+        return text == "true"
+    for pattern in (p.strip() for p in text.split(",") if p.strip()):
+        allow = not pattern.startswith("-")
+        if fnmatch.fnmatchcase(index, pattern.lstrip("+-")):
+            return allow
+    return False

@@ -26,7 +26,7 @@ from adapters.hbase import connection as pool
 from adapters.hbase.config import HbaseTarget
 from adapters.hbase.errors import classify, is_transport, short_message
 from adapters.hbase.rows import Fold, MappingPlan, RowOps
-from pipeline.errors import TargetError, TransientError
+from pipeline.errors import TargetError, TargetMismatchError, TransientError
 
 Mutations = list[tuple[bytes, dict[bytes, bytes], list[bytes]]]  # (row, puts, deleted columns/families)
 
@@ -66,9 +66,10 @@ class HbaseWriter(Writer):
         if name not in tables:
             if not spec.autoCreateTable:
                 fams = ", ".join(f"'{f}'" for f in spec.families)
-                raise TargetError(f"HBase table {name} (mapping {plan.file}) does not exist on {self.target.label}",
-                                  hint=f"create it in the HBase shell: create '{name}', {fams} - or set "
-                                       "autoCreateTable: true in the mapping")
+                raise TargetMismatchError(f"HBase table {name} (mapping {plan.file}, hbaseMapping.hbaseTable) does "
+                                          f"not exist on {self.target.label}",
+                                          hint=f"create it in the HBase shell: create '{name}', {fams} - or set "
+                                          "autoCreateTable: true in the mapping")
             try:
                 pc.conn.create_table(name, {f: {"max_versions": 1} for f in spec.families})
             except Exception as e:  # noqa: BLE001 - AlreadyExists: someone else created it
@@ -82,10 +83,10 @@ class HbaseWriter(Writer):
         missing = [f for f in spec.families if f not in have]
         if missing:
             alters = "; ".join(f"alter '{name}', NAME => '{f}'" for f in missing)
-            raise TargetError(f"HBase table {name} (mapping {plan.file}) has no column famil"
-                              f"{'y' if len(missing) == 1 else 'ies'} {', '.join(missing)} "
-                              f"(it has: {', '.join(sorted(have)) or 'none'})",
-                              hint=f"in the HBase shell: {alters} (Thrift1 cannot alter tables)")
+            raise TargetMismatchError(f"HBase table {name} (mapping {plan.file}, hbaseMapping.columns) has no column "
+                                      f"famil{'y' if len(missing) == 1 else 'ies'} {', '.join(missing)} "
+                                      f"(it has: {', '.join(sorted(have)) or 'none'})",
+                                      hint=f"in the HBase shell: {alters} (Thrift1 cannot alter tables)")
 
     def open(self) -> None:
         """Begin. The pooled connection is taken at the first send, inside ``commit``: a gateway

@@ -1,4 +1,7 @@
-"""Pre-flight: the target answers, and every mapping's table, columns and key exist there."""
+"""Pre-flight: the target answers, and every mapping's table, columns and key exist there.
+
+A mapping that does not fit the target is a :class:`TargetMismatchError` naming the mapping
+file and key (a config problem: exit 2); failing to reach the target stays a TargetError."""
 
 from __future__ import annotations
 
@@ -9,15 +12,15 @@ from sqlalchemy.exc import DBAPIError
 
 from adapters.rdb.config import RdbTable
 from adapters.rdb.errors import classify
-from pipeline.errors import TargetError
+from pipeline.errors import TargetError, TargetMismatchError
 
 if TYPE_CHECKING:
     from adapters.rdb.writer import RdbWriter
 
 
-def _fail(route: RdbTable, problem: str, hint: str) -> TargetError:
-    origin = f"{route.origin}: " if route.origin else ""
-    return TargetError(f"{origin}{problem}", hint=hint)
+def _fail(route: RdbTable, key: str, problem: str, hint: str) -> TargetMismatchError:
+    origin = f"{route.origin}: dbMapping.{key}: " if route.origin else ""
+    return TargetMismatchError(f"{origin}{problem}", hint=hint)
 
 
 def check_mapping(w: RdbWriter, mapping: Any) -> None:
@@ -38,18 +41,24 @@ def check_schema(w: RdbWriter, schema: str | None, origin: str) -> None:
     except DBAPIError as e:
         raise classify(e, w.target, table=schema, action="list the schemas of") from None
     if schema not in names:
-        where = f"{origin}: " if origin else ""
-        raise TargetError(f"{where}target database {schema} does not exist on {w.target.label}",
-                          hint=f"create it (CREATE DATABASE {schema}); mirrorDb then replays the tables' DDL")
+        where = f"{origin}: dbMapping.targetDb: " if origin else ""
+        raise TargetMismatchError(f"{where}target database {schema} does not exist on {w.target.label}",
+                                  hint=f"create it (CREATE DATABASE {schema}); mirrorDb then replays the tables' DDL")
 
 
 def check_route(w: RdbWriter, route: RdbTable) -> None:
-    info = w.info(route)
+    try:
+        info = w.info(route)
+    except TargetError as e:
+        if not getattr(e, "missing_table", False):
+            raise
+        raise _fail(route, "targetTable", e.message, e.hint or "create it") from None
     ci = route.case_insensitive
     wanted = [t for _, t in route.columns or ()] + [t for _, t in route.renames]
     for t in wanted:
         if info.find(t, ci) is None:
-            raise _fail(route, f"target table {info.label} has no column {t} (columns: {', '.join(info.columns)})",
+            raise _fail(route, "targetColumns",
+                        f"target table {info.label} has no column {t} (columns: {', '.join(info.columns)})",
                         "add the column to the target table or fix targetColumns")
     if route.pk is None:
         return
@@ -57,11 +66,13 @@ def check_route(w: RdbWriter, route: RdbTable) -> None:
     for t, _ in route.pk:
         found = info.find(t, ci)
         if found is None:
-            raise _fail(route, f"target table {info.label} has no primary key column {t}", "fix targetPk")
+            raise _fail(route, "targetPk", f"target table {info.label} has no primary key column {t}", "fix targetPk")
         pk.append(found)
     if not any(set(u) == set(pk) for u in info.unique):
-        raise _fail(route, f"target table {info.label} has no primary key or unique index on ({', '.join(pk)}); "
-                    "replays could not skip rows that exist", f"add PRIMARY KEY ({', '.join(pk)}) to the target")
+        raise _fail(route, "targetPk", f"target table {info.label} has no primary key or unique index on "
+                    f"({', '.join(pk)}); replays could not skip rows that exist",
+                    f"add PRIMARY KEY ({', '.join(pk)}) to the target")
+
 
 
 def _rule(rule: str) -> str:
@@ -89,7 +100,7 @@ def check_cascades(w: RdbWriter, expected: list[Any]) -> None:
         wanted[(info.schema or here, info.name, e.columns)] = want
         if not any((_rule(fk.on_delete), _rule(fk.on_update)) == want for fk in found):
             have = "; ".join(f"{fk.name}: ON DELETE {fk.on_delete} ON UPDATE {fk.on_update}" for fk in found) or "none"
-            raise TargetError(
+            raise TargetMismatchError(
                 f"{e.origin}: source {e.source.describe()}: target table {info.label} has no foreign key "
                 f"({', '.join(e.columns)}) -> {parent[0]}.{parent[1]} ({', '.join(e.ref_columns)}) with these actions "
                 f"(found: {have}); the binlog does not carry the rows a cascade changes, the target must do it",
@@ -111,7 +122,7 @@ def check_cascades(w: RdbWriter, expected: list[Any]) -> None:
                     not {"CASCADE", "SET NULL", "SET DEFAULT"} & set(rules):
                 continue
             if wanted.get((info.schema or here, info.name, fk.columns)) != rules:
-                raise TargetError(
+                raise TargetMismatchError(
                     f"{route.origin}: target foreign key {fk.name} of {info.label} ({', '.join(fk.columns)}) -> "
                     f"{fk.ref_table} ON DELETE {fk.on_delete} ON UPDATE {fk.on_update} cascades where the source's "
                     "does not: the target would change rows the source keeps",

@@ -55,6 +55,11 @@ def is_transient(exc: BaseException, dialect: Dialect) -> bool:
     return dialect.is_transient(driver_error(exc))
 
 
+#: what to do about a row the target refuses for its own data (too long, out of range, a constraint)
+ROW_HINT = ("widen the target column or fix the row at the source, then sync again (replays are idempotent); "
+            "or set deadLetter: true in the mapping to set such rows aside and keep going (docs/deadletter.md)")
+
+
 def classify(exc: BaseException, target: RdbTarget, *, table: str, action: str, key: Any = None,
              hint: str | None = None) -> SluiceError:
     """Turn a driver/SQLAlchemy exception into the error the job understands.
@@ -70,7 +75,7 @@ def classify(exc: BaseException, target: RdbTarget, *, table: str, action: str, 
     if is_transient(exc, dialect):
         return TransientError(message, hint=hint or "retried by the job; check the target if it persists")
     orig = driver_error(exc)
-    err = RowError(message, hint=hint) if dialect.is_row_error(orig) else TargetError(message, hint=hint)
+    err = RowError(message, hint=hint or ROW_HINT) if dialect.is_row_error(orig) else TargetError(message, hint=hint)
     #: a unique or foreign key refused the row: an ordered chunk tries again change by change
     err.conflict = dialect.is_unique_violation(orig) or dialect.is_fk_violation(orig)  # type: ignore[attr-defined]
     return err

@@ -50,7 +50,6 @@ class RdbWriter(Writer):
         self.dialect = dialect_of(target)
         self.conn: Connection | None = None
         self.sql: Sql | None = None
-        self.missed: Counter = Counter()  # UPDATE/DELETE that matched no row (canal semantics: fine)
         self._routes: dict[tuple, tuple[Any, RdbTable]] = {}
         self.progress: Progress | None = None  # positions of ordered tables (set by ``track``)
         self._ddl_marks: dict[str, tuple | None] = {}  # source database -> newest replayed DDL (mirrors)
@@ -116,10 +115,18 @@ class RdbWriter(Writer):
         if n:
             getattr(self.stats, what)[plan.source] += n
 
+    @property
+    def missed(self) -> Counter:
+        """UPDATE/DELETE that matched no row (canal semantics: not an error; counted in the stats)."""
+        return self.stats.missed
+
+    @missed.setter
+    def missed(self, value: Counter) -> None:
+        self.stats.missed = value
+
     def count_missed(self, plan: Plan, n: int) -> None:
         if n > 0:
-            self.missed[plan.source] += n
-            log.debug("no row matched", table=plan.info.label, rows=n)
+            self.stats.missed[plan.source] += n
 
     def count_update(self, plan: Plan, tried: int, matched: int) -> None:
         self.count("updated", plan, matched)

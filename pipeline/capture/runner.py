@@ -70,6 +70,7 @@ def run_capture(cfg: Config, *, follow: bool = False, max_batches: int | None = 
     src = cfg.source
     register_secret(src.password.reveal())
     store = BatchStore(cfg.store_dir())
+    store.check_writable()
     t0 = time.monotonic()
     with store.capture_lock():
         conn = connect(src)

@@ -17,7 +17,8 @@ def bootstrap(
                                "(capture restarts from the new snapshot; every group's cursor skips the "
                                "stored batches)."),
     params: str = typer.Option(None, "--params", help="Values for etlCondition {} placeholders ('a;b')."),
-    partitions: int = typer.Option(0, "--partitions", min=0, help="Key ranges per table (0: spark.partitions)."),
+    partitions: int | None = typer.Option(None, "--partitions", min=1, help="Key ranges per table (default: "
+                                          "spark.partitions)."),
     master: str = typer.Option(None, "--master", help="Spark master (default: spark.master, local[*])."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
@@ -28,7 +29,7 @@ def bootstrap(
 
     cfg = load_config(config)
     out = run_bootstrap(cfg, lambda: get_spark(cfg.spark, "sluice-bootstrap", master), force=force,
-                        partitions=partitions or None, params=split_params(params))
+                        partitions=partitions, params=split_params(params))
     if as_json:
         typer.echo(json.dumps(out))
         return

@@ -25,10 +25,10 @@ def capture(
 ) -> None:
     """Capture binlog changes into the batch store, resuming from its stored position."""
     from pipeline.capture import run_capture
-    from pipeline.errors import SluiceError
+    from pipeline.errors import UsageError
 
     if once and follow:
-        raise SluiceError("give either --once or --follow, not both")
+        raise UsageError("give either --once or --follow, not both")
     cfg = load_config(config)
     signal.signal(signal.SIGTERM, _sigterm)
     summary = run_capture(cfg, follow=follow, max_batches=max_batches)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from contextlib import ExitStack
 from pathlib import Path
 
 import typer
@@ -34,13 +35,13 @@ def etl(
     all_: bool = typer.Option(False, "--all", help="Load every mapping of the group."),
     params: str = typer.Option(None, "--params", help="Values for the etlCondition's {} placeholders, "
                                "separated by ';' (canal's form), e.g. '2024-01-01;5'."),
-    partitions: int = typer.Option(0, "--partitions", min=0, help="Key ranges per table = parallel readers "
-                                   "(0: spark.partitions)."),
+    partitions: int | None = typer.Option(None, "--partitions", min=1, help="Key ranges per table = parallel "
+                                          "readers (default: spark.partitions)."),
     master: str = typer.Option(None, "--master", help="Spark master (default: spark.master, local[*])."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
     """Full load: read the source table(s) in parallel key ranges and upsert them into the targets."""
-    from pipeline.errors import ConfigError
+    from pipeline.errors import UsageError
     from pipeline.etl.job import run_etl
     from pipeline.job.group import load_group
     from pipeline.job.session import get_spark
@@ -50,18 +51,18 @@ def etl(
     cfg = load_config(config)
     cfg.group(group)
     if bool(mapping) == all_:
-        raise ConfigError(config, "groups", "give --mapping <file> (repeatable) or --all, not both or neither")
+        raise UsageError("give --mapping <file> (repeatable) or --all, not both or neither")
     plan = load_group(cfg, group)
     register_secret(cfg.source.password.reveal())
     midxs = None if all_ else [_find(plan, m, config, group) for m in mapping]
-    spark = get_spark(cfg.spark, f"sluice-etl-{group}", master)
     store_dir = cfg.store_dir()
-    if store_dir.exists():  # a deployment with a store: no sync of this group may run meanwhile
-        with BatchStore(store_dir, create=False).apply_lock(group):
-            summary = run_etl(cfg, plan, spark, midxs=midxs, params=split_params(params),
-                              partitions=partitions or None)
-    else:
-        summary = run_etl(cfg, plan, spark, midxs=midxs, params=split_params(params), partitions=partitions or None)
+    with ExitStack() as held:
+        if store_dir.exists():  # a deployment with a store: no sync of this group may run meanwhile
+            held.enter_context(BatchStore(store_dir, create=False).apply_lock(group))
+        plan.check()  # source and targets answer, mappings fit: before Spark starts
+        spark = get_spark(cfg.spark, f"sluice-etl-{group}", master)
+        summary = run_etl(cfg, plan, spark, midxs=midxs, params=split_params(params), partitions=partitions,
+                          check=False)
     _print(summary.as_dict(), as_json, "etl")
 
 

@@ -23,7 +23,7 @@ def run(
     no_capture: bool = typer.Option(False, "--no-capture", help="Skip capture (e.g. a `capture --follow` "
                                     "daemon feeds the store); only sync."),
     max_batches: int = typer.Option(50, "--max-batches", min=1, help="Batches per Spark round."),
-    partitions: int = typer.Option(0, "--partitions", min=0, help="Partitions (0: spark.partitions)."),
+    partitions: int | None = typer.Option(None, "--partitions", min=1, help="Partitions (default: spark.partitions)."),
     master: str = typer.Option(None, "--master", help="Spark master (default: spark.master; ignored "
                                "under spark-submit)."),
     nothing_exit: int = typer.Option(4, "--nothing-exit-code", min=0, max=255,
@@ -44,7 +44,7 @@ def run(
         return get_spark(cfg.spark, f"sluice-run-{cfg.source.name}", master)
 
     result = run_once(cfg, groups=group or None, spark_factory=spark_factory, capture=not no_capture,
-                      max_batches=max_batches, partitions=partitions or None, nothing_exit=nothing_exit)
+                      max_batches=max_batches, partitions=partitions, nothing_exit=nothing_exit)
     rec = result.record
     if as_json:
         typer.echo(json.dumps(rec, default=str))
@@ -54,28 +54,18 @@ def run(
 
 
 def _text(rec: dict) -> str:
+    from pipeline.ops.summary import lag_text, sync_lines
+
     lines = [f"run {rec['run']}: {rec['status']} (exit {rec['exit']}) in {rec['seconds']} s"]
     cap = rec.get("capture")
     if cap:
         lines.append(f"  capture: {cap['rows']} rows in {cap['batches']} batches, {cap['rows_per_s']} rows/s "
                      f"({cap['stopped']})")
     for g, s in (rec.get("sync") or {}).items():
-        if s.get("note"):
-            lines.append(f"  sync {g}: nothing pending (cursor {s.get('cursor')})")
-        elif s.get("ok") is False:
-            lines.append(f"  sync {g}: FAILED after acking {s.get('batches')} batches (cursor {s.get('cursor')})")
-        else:
-            total = {k: sum((s.get(k) or {}).values()) for k in ("inserted", "updated", "deleted", "skipped")}
-            lines.append(f"  sync {g}: {s['batches']} batches, {s['rows']} rows, {s.get('ddl', 0)} DDL in "
-                         f"{s['seconds']} s ({s['rows_per_s']} rows/s), cursor {s['cursor']}; inserted "
-                         f"{total['inserted']}, updated {total['updated']}, deleted {total['deleted']}, "
-                         f"skipped duplicates {total['skipped']}")
-            dead = sum(sum(t.values()) for t in (s.get("deadLettered") or {}).values())
-            if dead:
-                lines[-1] += f", dead-lettered {dead} (sluice deadletter list)"
+        lines += ["  " + x for x in sync_lines(g, s)]
     lag = (rec.get("lag") or {}).get("capture") or {}
     if lag:
-        lines.append(f"  lag: capture {lag.get('lag_s')} s behind the source ({lag.get('behind_bytes')} bytes); "
+        lines.append(f"  lag: {lag_text(lag)}; "
                      + ", ".join(f"{g} {gs['pending_batches']} batches pending ({gs['lag_s']} s)"
                                  for g, gs in ((rec.get("lag") or {}).get("groups") or {}).items()))
     for e in rec.get("errors") or ():

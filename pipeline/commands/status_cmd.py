@@ -19,6 +19,7 @@ def status(
 ) -> None:
     """Per source the capture position and lag; per group pending batches, rows and lag; the last run."""
     from pipeline.ops.status import deployment_status
+    from pipeline.ops.summary import group_run_text
 
     cfg = load_config(config)
     st = deployment_status(cfg, with_source=not no_source)
@@ -33,18 +34,22 @@ def status(
     end = c.get("source_end") or {}
     typer.echo(f"  position  {pos.get('logfile')}:{pos.get('logpos')}   source end "
                f"{end.get('logfile', '?')}:{end.get('logpos', '?')}")
-    typer.echo(f"  lag       {_v(c.get('lag_s'), ' s')} behind the source, {_v(c.get('behind_bytes'), ' bytes')} "
-               f"unread; newest event {c.get('last_event_at') or '-'} ({_v(c.get('last_event_age_s'), ' s')} ago)")
     if c.get("error"):
-        typer.echo(f"  source    unreachable: {c['error']}")
+        typer.echo(f"  lag       unknown: the source is unreachable: {c['error']}")
+    elif no_source:
+        typer.echo("  lag       not measured (--no-source)")
+    else:
+        typer.echo(f"  lag       {_v(c.get('lag_s'), ' s')} behind the source, {_v(c.get('behind_bytes'), ' bytes')} "
+                   "unread")
+    if c.get("last_event_at"):
+        typer.echo(f"  newest    event {c['last_event_at']} ({_v(c.get('last_event_age_s'), ' s')} ago)")
     for g, gs in st["groups"].items():
         note = "" if gs["configured"] else "  (not in the config)"
         typer.echo(f"group {g}{note}: cursor {gs['cursor']}, pending {gs['pending_batches']} batches / "
                    f"{gs['pending_rows']} rows, lag {gs['lag_s']} s")
         lr = gs.get("last_run")
         if lr:
-            typer.echo(f"  last run  {lr['finished']}: {'ok' if lr['ok'] else 'FAILED'}, {lr['batches']} batches, "
-                       f"{lr['rows']} rows, {lr['rows_per_s']} rows/s")
+            typer.echo(f"  last run  {group_run_text(lr)}")
             for e in lr["errors"]:
                 typer.echo(f"  error     {e['message']}")
     lr = st["last_run"]

@@ -6,6 +6,7 @@ import json
 
 import typer
 
+from pipeline import exitcodes
 from pipeline.cli import app
 from pipeline.config import load_config
 
@@ -44,11 +45,13 @@ def set_cursor(
     group: str = typer.Option(..., "--group", "-g", help="The consumer group."),
     to: int = typer.Option(..., "--to", min=0, help="The last batch to treat as applied (0: replay all)."),
 ) -> None:
-    """Move a group's cursor, e.g. back to 0 to apply every stored batch again (replays are idempotent)."""
+    """Move a group's cursor (to 0: apply every stored batch again; replays are idempotent)."""
     from pipeline.store import BatchStore
 
     cfg = load_config(config)
+    cfg.group(group)  # a group the config does not have: a config error, not a new cursor file
     store = BatchStore(cfg.store_dir(), create=False)
+    store.check_writable()
     with store.apply_lock(group):
         old = store.set_cursor(group, to)
     typer.echo(f"group {group}: cursor {old} -> {to}")
@@ -56,15 +59,26 @@ def set_cursor(
 
 @store_app.command("verify")
 def verify(config: str = typer.Option(..., "--config", "-c", help="The deployment config file.")) -> None:
-    """Check every stored batch file against its recorded size and checksum."""
+    """Check every stored batch file against its recorded size and checksum; exit 5 if one is corrupt."""
+    from pipeline.errors import CorruptBatchError
     from pipeline.store import BatchStore
 
     cfg = load_config(config)
     store = BatchStore(cfg.store_dir(), create=False)
-    batches = store.batches()
+    batches = store.batch_ids()
+    bad = []
     for b in batches:
-        store.verify(b)
-    typer.echo(f"{len(batches)} batches verified")
+        try:
+            store.verify(b)  # the meta file, then size, checksum and every JSON line
+        except CorruptBatchError as e:
+            bad.append(e)
+    for e in bad:
+        typer.echo(f"sluice: error: {e.message}", err=True)
+    if bad and bad[0].hint:
+        typer.echo(f"  fix: {bad[0].hint}", err=True)
+    typer.echo(f"{len(batches)} batches verified" + (f", {len(bad)} corrupt" if bad else ""))
+    if bad:
+        raise typer.Exit(exitcodes.DIFFERENT)
 
 
 @store_app.command("recapture")
@@ -78,6 +92,7 @@ def recapture(
 
     cfg = load_config(config)
     store = BatchStore(cfg.store_dir(), create=False)
+    store.check_writable()
     last = (store.batch_ids() or [0])[-1]
     with store.capture_lock():
         pos = store.drop_from(start)

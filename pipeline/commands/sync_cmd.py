@@ -13,6 +13,7 @@ from pipeline import __version__
 from pipeline.cli import app
 from pipeline.config import load_config
 from pipeline.logs import get_logger
+from pipeline.ops.summary import sync_lines
 from pipeline.store import BatchStore
 
 log = get_logger("sync")
@@ -31,30 +32,30 @@ def sync(
     config: str = typer.Option(..., "--config", "-c", help="The deployment config file."),
     group: str = typer.Option(..., "--group", "-g", help="The consumer group (groupId) to apply."),
     max_batches: int = typer.Option(50, "--max-batches", min=1, help="Batches per Spark round."),
-    partitions: int = typer.Option(0, "--partitions", min=0, help="Partitions (0: spark.partitions)."),
+    partitions: int | None = typer.Option(None, "--partitions", min=1, help="Partitions (default: spark.partitions)."),
     master: str = typer.Option(None, "--master", help="Spark master (default: spark.master, local[*])."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
     """Apply the group's pending batches through Spark; ack only when every partition committed."""
     from pipeline.job.driver import run_sync
+    from pipeline.job.group import load_group
     from pipeline.job.session import get_spark
 
     cfg = load_config(config)
-    cfg.group(group)  # fail fast on an unknown group, before Spark starts
-    BatchStore(cfg.store_dir(), create=False).check_apply_free(group)  # and on a group being applied
-    spark = get_spark(cfg.spark, f"sluice-sync-{group}", master)
-    summary = run_sync(cfg, group, spark, max_batches=max_batches, partitions=partitions or None)
+    plan = load_group(cfg, group)  # an unknown group, a broken mapping file: before anything else
+    store = BatchStore(cfg.store_dir(), create=False)
+    store.check_writable()
+    with store.apply_lock(group):  # a group another job applies: refused before Spark starts
+        plan.check(store)  # source and targets answer, mappings fit their tables
+        pending = store.batches(since=store.cursor(group))
+        spark = get_spark(cfg.spark, f"sluice-sync-{group}", master) if pending else None
+        summary = run_sync(cfg, group, spark, max_batches=max_batches, partitions=partitions, plan=plan,
+                           locked=True)
     out = summary.as_dict()
     if as_json:
         typer.echo(json.dumps(out))
     else:
-        typer.echo(f"sync {group}: {out['batches']} batches, {out['rows']} rows, {out['ddl']} DDL in "
-                   f"{out['seconds']} s ({out['rows_per_s']} rows/s); cursor {out['cursor']}; "
-                   f"inserted {sum(out['inserted'].values())}, updated {sum(out['updated'].values())}, "
-                   f"deleted {sum(out['deleted'].values())}, skipped duplicates {sum(out['skipped'].values())}")
-        for mapping, tables in sorted(out["deadLettered"].items()):
-            for table, n in sorted(tables.items()):
-                typer.echo(f"dead-lettered {n} rows of {table} ({mapping}); see `sluice deadletter list`")
+        typer.echo("\n".join(sync_lines(group, out)))
 
 
 @app.command("package")

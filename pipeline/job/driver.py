@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 from pyspark.sql import SparkSession
@@ -70,15 +71,20 @@ class SyncSummary:
 
 
 def run_sync(cfg: Config, group_id: str, spark: SparkSession, *, max_batches: int = 50,
-             partitions: int | None = None) -> SyncSummary:
-    """Apply every pending batch of ``group_id``; ack only what fully committed."""
-    plan = load_group(cfg, group_id)
-    plan.check()
+             partitions: int | None = None, plan: GroupPlan | None = None, locked: bool = False) -> SyncSummary:
+    """Apply every pending batch of ``group_id``; ack only what fully committed.
+
+    ``plan``: the group already loaded and checked (``load_group`` and ``GroupPlan.check``, done
+    before Spark started); else it is loaded and checked here. ``locked``: the caller holds the
+    group's apply lock (taken before Spark started); else it is taken here."""
+    if plan is None:
+        plan = load_group(cfg, group_id)
+        plan.check()
     store = BatchStore(cfg.store_dir(), create=False)
     summary = SyncSummary(group_id)
     t0 = time.monotonic()
     nparts = partitions or cfg.spark.partitions
-    with store.apply_lock(group_id):
+    with nullcontext() if locked else store.apply_lock(group_id):
         summary.acked_to = store.cursor(group_id)
         epoch = 0
         dead = _dead_letter_store(store, plan)
@@ -234,8 +240,10 @@ def _run_segment(spark, dml, seg, plan: GroupPlan, ctx: JobContext, nparts: int,
     if failed:
         lines = [f"partition {r['partition']}: table {r['error_table']} key {r['error_key']}: {r['error']}"
                  for r in failed]
+        said = any("fix:" in (r["error"] or "") for r in failed)  # the partition's error says what to do
         raise ApplyFailed(f"{len(failed)} of {len(results)} partitions failed; no batch was acked:\n  "
-                          + "\n  ".join(lines), hint="fix the cause and run sync again; replays are idempotent")
+                          + "\n  ".join(lines),
+                          hint=None if said else "fix the cause and run sync again; replays are idempotent")
 
 
 def _apply_ddl(plan: GroupPlan, ddl: DdlChange, scope: str = "") -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import pymysql
@@ -12,13 +13,14 @@ import pymysql
 from adapters.registry import key_rules, kind_of, make_writer, target_from_adapter
 from pipeline.config import Config
 from pipeline.errors import ConfigError, SourceError
+from pipeline.job import checked
 from pipeline.job.cascades import SourceFk, expected_cascades, read_source_fks
 from pipeline.job.keyfold import KeyPlan
 from pipeline.job.routing import Route, routes_for
 from pipeline.logs import get_logger
 from pipeline.mapping import DbMapping, Mapping, load_mappings
 
-log = get_logger("group")
+log = get_logger("sync")
 
 
 @dataclass(frozen=True)
@@ -48,23 +50,45 @@ class GroupPlan:
         targets = {m: self.targets[self.mapping_target[m]][1] for m, _ in folds}
         return KeyPlan(ordered, folds, targets)
 
-    def check(self) -> None:
+    def check(self, store: Any = None) -> None:
         """Pre-flight: mappings fit the source tables, and every target answers and fits (RDB
-        targets: with the foreign keys whose cascades the binlog does not carry)."""
-        fks = check_against_source(self.config, self.mappings)
-        cascades = expected_cascades(fks, self.mappings, self.mapping_target)
-        for fk in fks:  # Elasticsearch and HBase have no foreign keys to cascade with
-            for m in self.mappings:
-                if fk.cascades and m.kind != "rdb" and m.matches(fk.database, fk.table):
-                    log.warning("the source cascades into a mapped table; the binlog does not carry those changes, "
-                                "so its documents/rows stay until the row itself changes", mapping=m.file,
-                                foreign_key=fk.describe())
+        targets: with the foreign keys whose cascades the binlog does not carry). Runs on the
+        driver before Spark starts.
+
+        ``store``: the group's BatchStore. With it, a source that cannot be reached does not stop
+        the sync when every dbMapping passed this check before unchanged (:mod:`pipeline.job.checked`):
+        applying RDB changes needs only the stored batches. (The cascade check, which reads the
+        source's foreign keys, is skipped then; it passed with the recorded check.)"""
+        db = [m for m in self.mappings if isinstance(m.spec, DbMapping)]
+        cascades: dict | None = None
+        try:
+            fks = check_against_source(self.config, self.mappings)
+        except SourceError as e:
+            if store is None:
+                raise
+            missing = checked.unchecked(store.root, self.config, db)
+            if missing:
+                raise SourceError(f"{e.message}; the mappings {', '.join(missing)} were not checked against the "
+                                  "source in their present form, so the stored batches cannot be applied without it",
+                                  hint=e.hint) from None
+            log.warning("the source is unreachable: applying the stored batches with mappings that passed the "
+                        "source check before, unchanged", group=self.group_id, error=e.message)
+        else:
+            cascades = expected_cascades(fks, self.mappings, self.mapping_target)
+            for fk in fks:  # Elasticsearch and HBase have no foreign keys to cascade with
+                for m in self.mappings:
+                    if fk.cascades and m.kind != "rdb" and m.matches(fk.database, fk.table):
+                        log.warning("the source cascades into a mapped table; the binlog does not carry those "
+                                    "changes, so its documents/rows stay until the row itself changes",
+                                    mapping=m.file, foreign_key=fk.describe())
         for tid, (kind, target) in self.targets.items():
             used = tuple(m for i, m in enumerate(self.mappings) if self.mapping_target[i] == tid)
             if used and kind == "rdb":
-                make_writer(kind, target, used).check(cascades.get(tid, []))
+                make_writer(kind, target, used).check(None if cascades is None else cascades.get(tid, []))
             elif used:
                 make_writer(kind, target, used).check()
+        if cascades is not None and store is not None:  # every check passed with the source
+            checked.remember(store.root, self.config, db)
 
 
 def load_group(cfg: Config, group_id: str) -> GroupPlan:
@@ -119,22 +143,34 @@ def _source_database(cfg: Config, m: Mapping) -> str | None:
     return unquote(urlsplit("//" + rest).path.lstrip("/")) or None if rest else None
 
 
-def check_against_source(cfg: Config, mappings: tuple[Mapping, ...]) -> list[SourceFk]:
-    """Every mapped source table exists and has the columns/PK the mapping names; returns the
-    foreign keys of the mapped databases."""
+def connect_source(cfg: Config) -> pymysql.connections.Connection:
+    """A connection to the source for the pre-flight checks (SourceError naming the keys to fix)."""
+    from pipeline.capture.server_check import connect
+
+    try:
+        return connect(cfg.source)
+    except SourceError as e:
+        raise SourceError(e.message, hint="check source.host/port/user/password in " + cfg.file
+                          + " and that the server is running") from None
+
+
+def check_against_source(cfg: Config, mappings: tuple[Mapping, ...], conn: Any = None) -> list[SourceFk]:
+    """Every mapped source table exists and has the columns the mapping names, and each
+    ``targetPk`` is a unique NOT NULL key there (unless ``allowDuplicateKeys``); returns the
+    foreign keys of the mapped databases.
+
+    ``conn``: an open source connection to use (else one is opened and closed here)."""
+    specs = [m for m in mappings if isinstance(m.spec, DbMapping)]  # ES/HBase: checked by their adapters
+    if not specs:
+        return []
+    own = conn is None
+    if own:
+        conn = connect_source(cfg)
     s = cfg.source
     try:
-        conn = pymysql.connect(host=s.host, port=s.port, user=s.user, password=s.password.reveal(),
-                               connect_timeout=s.connectTimeout, charset="utf8mb4")
-    except pymysql.MySQLError as e:
-        raise SourceError(f"cannot connect to the source {s.user}@{s.host}:{s.port}: {e.args[-1]}",
-                          hint="check source.host/port/user/password in " + cfg.file) from None
-    try:
         with conn.cursor() as cur:
-            for m in mappings:
+            for m in specs:
                 spec = m.spec
-                if not isinstance(spec, DbMapping):
-                    continue  # ES/HBase mappings are checked by their adapters
                 tables = [spec.table] if not spec.mirrorDb else _tables(cur, spec.database)
                 if spec.mirrorDb and not tables:
                     raise ConfigError(m.file, "dbMapping.database",
@@ -146,9 +182,12 @@ def check_against_source(cfg: Config, mappings: tuple[Mapping, ...]) -> list[Sou
                                           f"source table {spec.database}.{t} does not exist on "
                                           f"{s.host}:{s.port}")
                     m.validate_against_source(cols, pk, t)
-            return read_source_fks(cur, {m.spec.database for m in mappings if isinstance(m.spec, DbMapping)})
+                    if not spec.mirrorDb:
+                        spec.validate_key(_unique_keys(cur, spec.database, t), t)
+            return read_source_fks(cur, {m.spec.database for m in specs})
     finally:
-        conn.close()
+        if own:
+            conn.close()
 
 
 def _tables(cur, database: str) -> list[str]:
@@ -162,3 +201,16 @@ def _columns(cur, database: str, table: str) -> tuple[list[str], list[str]]:
                 "WHERE TABLE_SCHEMA=%s AND TABLE_NAME=%s ORDER BY ORDINAL_POSITION", (database, table))
     rows = cur.fetchall()
     return [r[0] for r in rows], [r[0] for r in rows if r[1] == "PRI"]
+
+
+def _unique_keys(cur, database: str, table: str) -> list[tuple[str, ...]]:
+    """The primary key and the unique keys whose columns are all NOT NULL (a unique key lets
+    any number of rows hold NULL), each as its columns in key order."""
+    cur.execute("SELECT INDEX_NAME, COLUMN_NAME, NULLABLE FROM information_schema.STATISTICS "
+                "WHERE TABLE_SCHEMA=%s AND TABLE_NAME=%s AND NON_UNIQUE=0 ORDER BY INDEX_NAME, SEQ_IN_INDEX",
+                (database, table))
+    keys: dict[str, list] = {}
+    for name, col, nullable in cur.fetchall():
+        keys.setdefault(name, []).append(None if col is None or (nullable or "").upper() == "YES" else col)
+    usable = [tuple(cols) for cols in keys.values() if None not in cols]
+    return sorted(usable, key=lambda k: (len(k), k))

@@ -32,6 +32,18 @@ class StrictLoader(yaml.SafeLoader):
                     None, None, f"key {key!r} appears twice in the same mapping", key_node.start_mark)
         return super().construct_mapping(node, deep=deep)
 
+    def construct_yaml_timestamp(self, node: yaml.ScalarNode):  # -> date | datetime
+        """A date-like scalar that is no real date (``0000-0-0``) is a YAML error with its line."""
+        try:
+            return super().construct_yaml_timestamp(node)
+        except ValueError as e:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"{node.value!r} is not a valid date or time ({e}); quote it to keep it as text",
+                node.start_mark) from None
+
+
+StrictLoader.add_constructor("tag:yaml.org,2002:timestamp", StrictLoader.construct_yaml_timestamp)
+
 
 def parse_mapping_text(text: str, file: str = "<mapping>") -> Mapping:
     """Parse the YAML text of a mapping file; errors name ``file`` (and the line)."""
@@ -46,16 +58,30 @@ def parse_mapping_text(text: str, file: str = "<mapping>") -> Mapping:
     return parse_mapping(raw, file)
 
 
+def read_text(path: Path, file: str, what: str) -> str:
+    """The UTF-8 text of a config or mapping file; ConfigError naming ``file`` when it is missing,
+    a directory, unreadable or not UTF-8."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(file, None, "file not found", hint=f"check the path ({path.absolute()})") from None
+    except IsADirectoryError:
+        hint = ("name the files, e.g. mappings/*.yml (a glob)" if what == "mapping"
+                else "give the config file itself, e.g. --config /etc/sluice/shop.yml")
+        raise ConfigError(file, None, f"is a directory, not a {what} file", hint=hint) from None
+    except PermissionError:
+        raise ConfigError(file, None, f"cannot read the {what} file (permission denied)",
+                          hint=f"check its owner and permissions (this process runs as uid {os.getuid()})") from None
+    except UnicodeDecodeError as e:
+        raise ConfigError(file, None, f"is not UTF-8 text (byte {e.start}: {e.reason})") from None
+    except OSError as e:
+        raise ConfigError(file, None, f"cannot read: {e.strerror or e}") from None
+
+
 def load_mapping(path: str | os.PathLike[str], *, display: str | None = None) -> Mapping:
     """Read and validate one mapping file; ``display`` is the name errors use (default: path)."""
     file = display or str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(file, None, "file not found") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ConfigError(file, None, f"cannot read: {e}") from None
-    return parse_mapping_text(text, file)
+    return parse_mapping_text(read_text(Path(path), file, "mapping"), file)
 
 
 def load_mappings(paths_or_globs: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],

@@ -49,6 +49,9 @@ class DbMapping(Section):
     readBatch: PositiveInt = 5000
     #: Sluice extension (the key canal's phoenix adapter uses): source columns mapAll skips
     excludeColumns: NameList = ()
+    #: Sluice extension: targetPk need not be a unique key of the source table; source rows
+    #: that share a key then share one target row (without it the pre-flight check refuses)
+    allowDuplicateKeys: Flag = False
 
     _schema: str | None = PrivateAttr(None)
     _name: str | None = PrivateAttr(None)
@@ -82,7 +85,7 @@ class DbMapping(Section):
         if self.table is not None:
             raise self.fail("table", "must be absent or empty with mirrorDb: true "
                             "(every table of the database is mirrored)")
-        for key in ("targetTable", "targetPk", "targetColumns", "excludeColumns"):
+        for key in ("targetTable", "targetPk", "targetColumns", "excludeColumns", "allowDuplicateKeys"):
             if getattr(self, key):
                 raise self.fail(key, "is not used with mirrorDb: true (each table is copied as it is "
                                 "to targetDb)", hint=f"remove {key}, or set mirrorDb: false")
@@ -207,3 +210,27 @@ class DbMapping(Section):
         check("targetPk", self.source_pk_columns)
         check("targetColumns", [s for t, s in self._pairs if t not in self.target_pk_columns])
         check("excludeColumns", self.excludeColumns)
+
+    def validate_key(self, unique_keys: Iterable[tuple[str, ...]], table: str | None = None) -> None:
+        """Refuse a ``targetPk`` that is not unique at the source (``unique_keys``: the source
+        table's primary key and unique keys whose columns are all NOT NULL).
+
+        Two source rows with the same key would become one target row: the second INSERT is
+        skipped as a duplicate and an UPDATE or DELETE of either hits the one row, so rows
+        disappear without an error. ``allowDuplicateKeys: true`` says that is intended.
+        """
+        if self.mirrorDb or self.allowDuplicateKeys:
+            return
+        ci = self.caseInsensitive
+        mine = {c.casefold() if ci else c for c in self.source_pk_columns}
+        keys = [tuple(k) for k in unique_keys]
+        if any(k and {c.casefold() if ci else c for c in k} <= mine for k in keys):
+            return
+        table = table or self.table or "?"
+        shown = "; ".join(f"({', '.join(k)})" for k in keys) or "none"
+        raise self.fail("targetPk", f"source column(s) ({', '.join(self.source_pk_columns)}) are not a primary key "
+                        f"or unique NOT NULL key of the source table {self.database}.{table} (its keys: {shown}); "
+                        "two source rows with the same value would become one target row and rows would be "
+                        "lost without an error",
+                        hint="map targetPk to the source's primary key (or a unique NOT NULL key), or set "
+                        "dbMapping.allowDuplicateKeys: true if rows sharing a key are meant to share one target row")

@@ -2,8 +2,8 @@
 
 Each partition adds one flat ``{name: number}`` dict when it finishes (committed or not):
 ``partitions``, ``failed_partitions``, ``rows`` (changes committed), ``inserted``,
-``updated``, ``deleted``, ``skipped``, ``dead_lettered`` and ``apply_seconds`` (time spent in
-partitions, summed). The driver reads the merged value after the job.
+``updated``, ``deleted``, ``skipped``, ``dead_lettered``, ``missed`` and ``apply_seconds``
+(time spent in partitions, summed). The driver reads the merged value after the job.
 
 The per-partition result rows stay the source of truth for the ack decision and for the
 per-table counts: Spark applies accumulator updates made inside a transformation (here
@@ -20,7 +20,7 @@ from typing import Any
 
 from pyspark.accumulators import AccumulatorParam
 
-KINDS = ("inserted", "updated", "deleted", "skipped", "dead_lettered")
+KINDS = ("inserted", "updated", "deleted", "skipped", "dead_lettered", "missed")
 
 
 class CountsParam(AccumulatorParam):
@@ -46,7 +46,7 @@ def partition_counts(ok: bool, rows: int, stats: Any, seconds: float) -> dict[st
     out: dict[str, float] = {"partitions": 1, "failed_partitions": 0 if ok else 1, "rows": rows,
                              "apply_seconds": round(seconds, 3)}
     for kind in KINDS:
-        out[kind] = sum(getattr(stats, kind).values())
+        out[kind] = sum((getattr(stats, kind, None) or {}).values())
     return out
 
 

@@ -63,6 +63,7 @@ def list_entries(cfg: Config, group: str, mapping: str | None = None) -> list[di
 def replay(cfg: Config, group: str, mapping: str | None = None, *, retries: int = 5) -> ReplayResult:
     """Apply the live entries again (optionally of one mapping file); see the module docstring."""
     store, dead = dead_letter_store(cfg, group)
+    store.check_writable()
     plan = load_group(cfg, group)
     midx_of = {m.file: i for i, m in enumerate(plan.mappings)}
     base = _base(cfg)

@@ -22,7 +22,7 @@ from pipeline.config import Config
 from .runlog import RunLog
 from .status import iso_ts
 
-KINDS = ("inserted", "updated", "deleted", "skipped", "dead_lettered")
+KINDS = ("inserted", "updated", "deleted", "skipped", "dead_lettered", "missed")
 
 
 def registry_for(rec: dict[str, Any], last_success: dict[str, Any] | None = None) -> CollectorRegistry:
@@ -64,8 +64,9 @@ def registry_for(rec: dict[str, Any], last_success: dict[str, Any] | None = None
     g_rate = gauge("sluice_last_run_sync_rows_per_second", "Apply rate of the last run, per group.", ("group",))
     g_ddl = gauge("sluice_last_run_sync_ddl", "DDL statements applied by the last run, per group.", ("group",))
     g_ok = gauge("sluice_last_run_sync_success", "1 if the group's sync succeeded in the last run.", ("group",))
-    g_changes = gauge("sluice_last_run_changes", "Changes by table and kind in the last run "
-                      "(inserted, updated, deleted, skipped duplicates, dead-lettered).", ("group", "table", "kind"))
+    g_changes = gauge("sluice_last_run_changes", "Changes by table and kind in the last run (inserted, updated, "
+                      "deleted, skipped duplicates, dead-lettered, missed: UPDATE/DELETE matching no row).",
+                      ("group", "table", "kind"))
     g_exec = gauge("sluice_last_run_executor_count", "Executor-side totals of the last run from Spark accumulators "
                    "(rows, partitions, failed_partitions, inserted, ..., apply_seconds).", ("group", "name"))
     failed = {e.get("group") for e in rec.get("errors") or () if e.get("stage") == "sync"}

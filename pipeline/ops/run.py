@@ -1,11 +1,21 @@
 """``sluice run``: capture up to the source's current end, then sync every group, record it.
 
-One call = one scheduled run (cron, Airflow). It never stops half-way on an error: a failed
-capture still lets the groups apply what is already stored, a failed group does not stop
-the others. Every outcome, errors included, is appended to the run log
-(:mod:`pipeline.ops.runlog`) and written as metrics (:mod:`pipeline.ops.metrics`).
+One call = one scheduled run (cron, Airflow). Problems come out as early as they can be found:
 
-Exit codes (docs/operations.md): 0 work done, 1 a stage failed, 3 another run holds a lock
+1. the store is opened and probed for writing (not writable: StoreError, nothing runs);
+2. every selected group's mapping files are loaded (a broken file: that group is skipped);
+3. capture, under the store's capture lock;
+4. each group with pending rows takes its apply lock (held by another job: skipped) and runs
+   its pre-flight checks (source and target reachable, mappings fit their tables);
+5. only then is Spark started, once, for the groups that passed, and each is synced.
+
+It never stops half-way on an error: a failed capture still lets the groups apply what is
+already stored, a failed group does not stop the others. Every outcome, errors included, is
+appended to the run log (:mod:`pipeline.ops.runlog`) and written as metrics
+(:mod:`pipeline.ops.metrics`).
+
+Exit codes (docs/operations.md, :mod:`pipeline.exitcodes`): 0 work done, 1 a stage failed,
+2 a group's config or mappings are wrong (status ``invalid``), 3 another job holds a lock
 (nothing else failed), 4 nothing to do (no new rows captured and no group had pending rows;
 ``nothing_exit`` changes it, e.g. to 0 for schedulers that fail on any non-zero code),
 130 interrupted.
@@ -15,24 +25,28 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any
 
+from pipeline import exitcodes
 from pipeline.config import Config
 from pipeline.errors import LockHeldError, SluiceError
 from pipeline.logs import get_logger
 from pipeline.store import BatchStore
+from pipeline.store.fsutil import not_writable
 
 from .runlog import RunLog, new_run_id
 from .status import _iso, capture_lag, group_status
 
 log = get_logger("run")
 
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_LOCKED = 3
-EXIT_NOTHING = 4
-EXIT_INTERRUPTED = 130
+EXIT_OK = exitcodes.OK
+EXIT_FAILED = exitcodes.FAILED
+EXIT_INVALID = exitcodes.CONFIG
+EXIT_LOCKED = exitcodes.LOCKED
+EXIT_NOTHING = exitcodes.NOTHING
+EXIT_INTERRUPTED = exitcodes.INTERRUPTED
 
 
 @dataclass
@@ -44,89 +58,90 @@ class RunResult:
 
 
 def _error(stage: str, e: BaseException, group: str | None = None) -> dict[str, Any]:
+    if isinstance(e, OSError) and e.filename:  # e.g. a metrics file: one message naming the path
+        e = not_writable(e.filename, e, {"metrics": "the metrics file"}.get(stage, "a file"))
     msg = e.message if isinstance(e, SluiceError) else (str(e).strip().splitlines() or [""])[0][:2000]
     if isinstance(e, SluiceError) and e.hint:
         msg = f"{msg}\n  fix: {e.hint}"
-    return {"stage": stage, "group": group, "type": type(e).__name__, "message": msg}
+    # writing metrics or the run log, measuring lag: the work is done, so a failure there is "failed"
+    code = e.exit_code if isinstance(e, SluiceError) and stage in ("config", "capture", "sync", "run") else EXIT_FAILED
+    return {"stage": stage, "group": group, "type": type(e).__name__, "message": msg, "exit": code}
+
+
+def _load(cfg: Config, g: str) -> Any:
+    from pipeline.job.group import load_group
+
+    return load_group(cfg, g)
+
+
+def _check(cfg: Config, plan: Any, store: BatchStore) -> None:
+    plan.check(store)
 
 
 def run_once(cfg: Config, *, groups: list[str] | None = None, spark_factory: Callable[[], Any] | None = None,
              capture: bool = True, max_batches: int = 50, partitions: int | None = None,
              nothing_exit: int = EXIT_NOTHING, with_source_lag: bool = True, write_metrics: bool = True,
-             capture_fn: Callable[..., Any] | None = None, sync_fn: Callable[..., Any] | None = None) -> RunResult:
+             capture_fn: Callable[..., Any] | None = None, sync_fn: Callable[..., Any] | None = None,
+             load_fn: Callable[[Config, str], Any] | None = None,
+             check_fn: Callable[[Config, Any, BatchStore], None] | None = None) -> RunResult:
     """One scheduled run (see the module docstring). ``spark_factory`` is called only when a
-    group has pending batches; ``capture_fn``/``sync_fn`` replace run_capture/run_sync in tests."""
+    group passed its checks and has pending batches; ``capture_fn``/``sync_fn`` replace
+    run_capture/run_sync, ``load_fn``/``check_fn`` the group loading and pre-flight, in tests.
+    ``sync_fn`` is called with the group's apply lock held (``locked=True``) and its ``plan``."""
     from pipeline.capture import run_capture
 
     capture_fn = capture_fn or run_capture
     if sync_fn is None:
         from pipeline.job.driver import run_sync as sync_fn
+    load_fn, check_fn = load_fn or _load, check_fn or _check
     group_ids = list(groups) if groups else [g.groupId for g in cfg.groups]
     for g in group_ids:
         cfg.group(g)  # unknown group: ConfigError before anything runs
+    store = BatchStore(cfg.store_dir(), create=True)
+    store.check_writable()  # a read-only store: StoreError before anything runs (nothing could be recorded)
     t_wall, t0 = time.time(), time.monotonic()
     rec: dict[str, Any] = {"run": new_run_id(t_wall), "started": _iso(t_wall), "finished": None, "seconds": None,
                            "source": cfg.source.name, "groups": group_ids, "status": None, "exit": None,
                            "capture": None, "sync": {}, "lag": {}, "errors": []}
     errors: list[dict[str, Any]] = rec["errors"]
     interrupted = False
-    store: BatchStore | None = None
     log.info("run starting", run=rec["run"], source=cfg.source.name, groups=",".join(group_ids), capture=capture)
     try:
+        plans = _load_groups(cfg, group_ids, load_fn, rec)
         if capture:
-            tc = time.monotonic()
-            try:
-                summary = capture_fn(cfg, follow=False)
-                rec["capture"] = {**summary.to_dict(), "seconds": round(time.monotonic() - tc, 3)}
-                if summary.stopped == "interrupted":
-                    raise KeyboardInterrupt
-            except SluiceError as e:
-                errors.append(_error("capture", e))
-                log.error("capture failed", error=e.message)
-            except KeyboardInterrupt:
-                raise
-            except Exception as e:  # noqa: BLE001 - recorded in the run log; the groups still run
-                errors.append(_error("capture", e))
-                log.exception("capture failed")
-        store = BatchStore(cfg.store_dir(), create=True)
-        metas = store.batches()
-        spark = None
-        for g in group_ids:
-            cursor = store.cursor(g)
-            pend = [m for m in metas if m.batch_id > cursor]
-            before = {"batches": len(pend), "rows": sum(m.rows for m in pend), "cursor": cursor}
-            if not pend or all(m.records == 0 for m in pend):
-                acked = _ack_empty(store, g, pend) if pend else cursor
-                rec["sync"][g] = {"group": g, "batches": len(pend), "rows": 0, "seconds": 0.0, "rows_per_s": 0.0,
-                                  "cursor": acked, "note": "nothing pending", "pending_before": before}
-                continue
-            ts = time.monotonic()
-            try:
-                if spark is None and spark_factory is not None:
-                    store.check_apply_free(g)  # a group another job applies: refused before Spark starts
-                    spark = spark_factory()
-                s = sync_fn(cfg, g, spark, max_batches=max_batches, partitions=partitions)
-                rec["sync"][g] = {**s.as_dict(), "pending_before": before}
-            except SluiceError as e:
-                errors.append(_error("sync", e, g))
-                log.error("sync failed", group=g, error=e.message)
-                rec["sync"][g] = _failed_sync(store, g, before, ts)
-            except KeyboardInterrupt:
-                raise
-            except Exception as e:  # noqa: BLE001 - recorded; the other groups still run
-                errors.append(_error("sync", e, g))
-                log.exception("sync failed", group=g)
-                rec["sync"][g] = _failed_sync(store, g, before, ts)
+            _capture(cfg, capture_fn, rec)
+        with ExitStack() as held:
+            ready = _prepare_groups(cfg, store, plans, check_fn, rec, held)
+            spark = _start_spark(spark_factory, ready, store, rec) if ready else None
+            if spark is False:
+                ready = []
+            for g, plan, before in ready:
+                ts = time.monotonic()
+                try:
+                    s = sync_fn(cfg, g, spark, max_batches=max_batches, partitions=partitions, plan=plan,
+                                locked=True)
+                    rec["sync"][g] = {**s.as_dict(), "pending_before": before}
+                except SluiceError as e:
+                    errors.append(_error("sync", e, g))
+                    log.error("sync failed", group=g, error=e.message)
+                    rec["sync"][g] = _failed_sync(store, g, before, ts)
+                except KeyboardInterrupt:
+                    raise
+                except Exception as e:  # noqa: BLE001 - recorded; the other groups still run
+                    errors.append(_error("sync", e, g))
+                    log.error("sync failed", group=g, exc_info=True)
+                    rec["sync"][g] = _failed_sync(store, g, before, ts)
     except KeyboardInterrupt:
         interrupted = True
-        errors.append({"stage": "run", "group": None, "type": "Interrupted", "message": "interrupted (SIGINT/SIGTERM)"})
-    except SluiceError as e:  # e.g. the store cannot be opened
+        errors.append({"stage": "run", "group": None, "type": "Interrupted", "message": "interrupted (SIGINT/SIGTERM)",
+                       "exit": EXIT_INTERRUPTED})
+    except SluiceError as e:  # e.g. the store's batches cannot be listed
         errors.append(_error("run", e))
     _finish_lag(cfg, rec, store, group_ids, with_source_lag)
     rec["seconds"] = round(time.monotonic() - t0, 3)
     rec["finished"] = _iso(time.time())
     _decide(rec, interrupted, nothing_exit)
-    if write_metrics and store is not None:
+    if write_metrics:
         from .metrics import write_metrics as write
 
         try:
@@ -134,11 +149,100 @@ def run_once(cfg: Config, *, groups: list[str] | None = None, spark_factory: Cal
         except Exception as e:  # noqa: BLE001 - a metrics problem must not lose the run record
             errors.append(_error("metrics", e))
             _decide(rec, interrupted, nothing_exit)
-    if store is not None:
+    try:
         RunLog(store.root, cfg.metrics.keepRuns).append(rec)
+    except SluiceError as e:  # the summary still tells what the run did
+        errors.append(_error("runlog", e))
+        _decide(rec, interrupted, nothing_exit)
     log.info("run done", run=rec["run"], status=rec["status"], exit=rec["exit"], seconds=rec["seconds"],
              errors=len(errors))
     return RunResult(rec, rec["exit"])
+
+
+def _load_groups(cfg: Config, group_ids: list[str], load_fn: Callable[[Config, str], Any],
+                 rec: dict[str, Any]) -> dict[str, Any]:
+    """Each group's mapping files, read before anything runs; a group whose files are wrong is
+    recorded and left out (the others still run)."""
+    plans = {}
+    for g in group_ids:
+        try:
+            plans[g] = load_fn(cfg, g)
+        except SluiceError as e:
+            rec["errors"].append(_error("config", e, g))
+            rec["sync"][g] = {"group": g, "ok": False, "batches": 0, "rows": None, "seconds": 0.0, "cursor": None,
+                              "note": "its config or mapping files are wrong (see the error)"}
+            log.error("group not started", group=g, error=e.message)
+    return plans
+
+
+def _capture(cfg: Config, capture_fn: Callable[..., Any], rec: dict[str, Any]) -> None:
+    tc = time.monotonic()
+    try:
+        summary = capture_fn(cfg, follow=False)
+        rec["capture"] = {**summary.to_dict(), "seconds": round(time.monotonic() - tc, 3)}
+        if summary.stopped == "interrupted":
+            raise KeyboardInterrupt
+    except SluiceError as e:
+        rec["errors"].append(_error("capture", e))
+        log.error("capture failed", error=e.message)
+    except KeyboardInterrupt:
+        raise
+    except Exception as e:  # noqa: BLE001 - recorded in the run log; the groups still run
+        rec["errors"].append(_error("capture", e))
+        log.error("capture failed", exc_info=True)
+
+
+def _prepare_groups(cfg: Config, store: BatchStore, plans: dict[str, Any],
+                    check_fn: Callable[[Config, Any, BatchStore], None], rec: dict[str, Any],
+                    held: ExitStack) -> list[tuple[str, Any, dict]]:
+    """The groups to sync, each with its apply lock held (entered on ``held``) and its checks
+    passed, all before Spark starts; groups with nothing pending are noted (empty batches acked)."""
+    metas = store.batches()
+    ready = []
+    for g, plan in plans.items():
+        cursor = store.cursor(g)
+        pend = [m for m in metas if m.batch_id > cursor]
+        before = {"batches": len(pend), "rows": sum(m.rows for m in pend), "cursor": cursor}
+        if not pend or all(m.records == 0 for m in pend):
+            acked = _ack_empty(store, g, pend) if pend else cursor
+            rec["sync"][g] = {"group": g, "batches": len(pend), "rows": 0, "seconds": 0.0, "rows_per_s": 0.0,
+                              "cursor": acked, "note": "nothing pending", "pending_before": before}
+            continue
+        ts = time.monotonic()
+        try:
+            with ExitStack() as mine:
+                mine.enter_context(store.apply_lock(g))  # another job applies g: refused before Spark starts
+                check_fn(cfg, plan, store)
+                held.enter_context(mine.pop_all())
+        except SluiceError as e:
+            stage = "config" if e.exit_code == EXIT_INVALID else "sync"
+            rec["errors"].append(_error(stage, e, g))
+            log.error("group not started", group=g, error=e.message)
+            why = ("another job applies this group (locked)" if isinstance(e, LockHeldError) else
+                   "its mappings do not fit their tables (see the error)" if stage == "config" else
+                   "its pre-flight check failed (see the error)")
+            rec["sync"][g] = {**_failed_sync(store, g, before, ts), "note": why}
+            continue
+        ready.append((g, plan, before))
+    return ready
+
+
+def _start_spark(spark_factory: Callable[[], Any] | None, ready: list, store: BatchStore,
+                 rec: dict[str, Any]) -> Any:
+    """The Spark session for the groups that passed their checks; False (recorded) when it does
+    not start (no Java, a bad master URL)."""
+    if spark_factory is None:
+        return None
+    try:
+        return spark_factory()
+    except KeyboardInterrupt:
+        raise
+    except Exception as e:  # noqa: BLE001 - recorded; the run fails with its record written
+        rec["errors"].append(_error("spark", e))
+        log.error("Spark did not start", exc_info=True)
+        for g, _, before in ready:
+            rec["sync"][g] = {**_failed_sync(store, g, before, time.monotonic()), "note": "Spark did not start"}
+        return False
 
 
 def _ack_empty(store: BatchStore, g: str, pend: list) -> int:
@@ -159,9 +263,7 @@ def _failed_sync(store: BatchStore, g: str, before: dict, ts: float) -> dict[str
             "seconds": round(time.monotonic() - ts, 3), "cursor": cursor, "pending_before": before}
 
 
-def _finish_lag(cfg: Config, rec: dict, store: BatchStore | None, groups: list[str], with_source: bool) -> None:
-    if store is None:
-        return
+def _finish_lag(cfg: Config, rec: dict, store: BatchStore, groups: list[str], with_source: bool) -> None:
     try:
         metas = store.batches()
         rec["lag"] = {"capture": capture_lag(cfg, store, with_source=with_source, metas=metas),
@@ -174,6 +276,8 @@ def _decide(rec: dict, interrupted: bool, nothing_exit: int) -> None:
     errors = rec["errors"]
     if interrupted:
         rec["status"], rec["exit"] = "interrupted", EXIT_INTERRUPTED
+    elif any(e.get("exit") == EXIT_INVALID for e in errors):
+        rec["status"], rec["exit"] = "invalid", EXIT_INVALID
     elif errors and all(e["type"] == LockHeldError.__name__ for e in errors):
         rec["status"], rec["exit"] = "locked", EXIT_LOCKED
     elif errors:

@@ -29,6 +29,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from pipeline.store.fsutil import not_writable
+
 RUNS_FILE = "runs.jsonl"
 LOCK_FILE = "runs.lock"
 
@@ -57,8 +59,15 @@ class RunLog:
             os.close(fd)  # closing drops the flock
 
     def append(self, record: dict[str, Any]) -> None:
-        """Add one run (one line, written and fsynced whole); trim old runs past ``keep``."""
+        """Add one run (one line, written and fsynced whole); trim old runs past ``keep``.
+        A file that cannot be written is a StoreError naming it."""
         line = (json.dumps(record, default=str, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+        try:
+            self._append(line)
+        except OSError as e:
+            raise not_writable(self.root, e, "the run log") from None
+
+    def _append(self, line: bytes) -> None:
         with self._locked():
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             try:

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pipeline import exitcodes
 from pipeline.config import Config
 from pipeline.errors import ConfigError, SluiceError
 from pipeline.logs import get_logger
@@ -62,12 +63,13 @@ def verify(cfg: Config, *, groups: list[str] | None = None, files: list[str] | N
     """Compare every selected mapping; one TableDiff per source table (or ES/HBase mapping)."""
     chosen = selected_mappings(cfg, groups, files)
     if not chosen:
-        raise SluiceError("nothing to verify: the config's groups have no mappings")
+        raise ConfigError(cfg.file, "groups", "nothing to verify: the chosen groups have no mappings")
     results: list[TableDiff] = []
     src_conn = connect_source(cfg)
     try:
         for m, kind, target in chosen:
             try:
+                _preflight(cfg, src_conn, m, kind, target)
                 if kind == "rdb":
                     results += _verify_rdb(src_conn, m, target, chunk, recheck)
                 elif kind == "es":
@@ -79,13 +81,41 @@ def verify(cfg: Config, *, groups: list[str] | None = None, files: list[str] | N
 
                     results.append(verify_hbase(src_conn, m, target, sample))
             except SluiceError as e:
-                results.append(TableDiff(m.file, kind, m.source_key, "?", error=e.message))
+                msg = e.message + (f"\n  fix: {e.hint}" if e.hint else "")
+                results.append(TableDiff(m.file, kind, m.source_key, "?", error=msg,
+                                         config_error=e.exit_code == exitcodes.CONFIG))
             except Exception as e:  # noqa: BLE001 - one mapping's failure is reported, the others still run
-                log.exception("verify failed", mapping=m.file)
-                results.append(TableDiff(m.file, kind, m.source_key, "?", error=f"{type(e).__name__}: {e}"))
+                log.debug("verify failed", mapping=m.file, exc_info=True)  # the traceback at DEBUG
+                results.append(TableDiff(m.file, kind, m.source_key, "?", error=_first_line(e)))
     finally:
         src_conn.close()
     return results
+
+
+def exit_code(results: list[TableDiff]) -> int:
+    """The verify row of the exit-code table: a mapping that does not fit its tables 2, a table
+    that could not be compared 1, a difference 5, all equal 0."""
+    if any(r.error and r.config_error for r in results):
+        return exitcodes.CONFIG
+    if any(r.error for r in results):
+        return exitcodes.FAILED
+    return exitcodes.OK if all(r.ok for r in results) else exitcodes.DIFFERENT
+
+
+def _preflight(cfg: Config, src_conn: Any, mapping: Any, kind: str, target: Any) -> None:
+    """The sync's pre-flight checks, so that a missing table, a bad password or a mapping that
+    does not fit reads as that error, not as differing rows."""
+    from adapters.registry import make_writer
+    from pipeline.job.group import check_against_source
+
+    check_against_source(cfg, (mapping,), conn=src_conn)
+    if kind == "hbase" and mapping.spec.autoCreateTable:
+        return  # check() would create the table; verify_hbase reports a missing one
+    make_writer(kind, target, (mapping,)).check()
+
+
+def _first_line(e: BaseException) -> str:
+    return f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[0][:500]}"
 
 
 def _verify_rdb(src_conn: Any, mapping: Any, target: Any, chunk: int, recheck: float) -> list[TableDiff]:
@@ -112,7 +142,7 @@ def _verify_rdb(src_conn: Any, mapping: Any, target: Any, chunk: int, recheck: f
                     d = d2
             except Exception as e:  # noqa: BLE001 - e.g. the target table is missing: report, go on
                 _rollback(raw)
-                d.error = f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[0][:500]}"
+                d.error = _first_line(e)
             _rollback(raw)  # end the read transaction (PostgreSQL would keep its snapshot)
             out.append(d)
     finally:

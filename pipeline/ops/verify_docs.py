@@ -22,6 +22,7 @@ import time
 from typing import Any
 
 from adapters.base import ApplyStats, Change
+from pipeline.errors import TargetMismatchError
 
 from .normalize import dml_text
 from .verify_rdb import TableDiff, source_columns
@@ -36,12 +37,15 @@ def verify_es(mapping: Any, target: Any, sample: int) -> TableDiff:
     t0 = time.monotonic()
     plan = doc_plan(mapping)
     diff = TableDiff(mapping.file, "es", plan.main_table, f"index {plan.index}", method=f"count + sample {sample}")
+    es = bulk.client(target)
+    if not es.indices.exists(index=plan.index):
+        raise TargetMismatchError(f"{mapping.file}: esMapping._index: index {plan.index} does not exist on "
+                                  f"{target.label}", hint="run `sluice sync` or `sluice etl` first, or fix _index")
     applier = ChunkApplier(target, plan, mapping, ApplyStats())
     applier._types = bulk.field_types(target, plan.index)
     src = applier._source()
     db = plan.main_schema or applier._database()
     diff.source = f"{db}.{plan.main_table}" if db else plan.main_table
-    es = bulk.client(target)
     with requery.connection(src) as conn:
         if db and not src.database:
             conn.select_db(db)
@@ -74,8 +78,8 @@ def verify_es(mapping: Any, target: Any, sample: int) -> TableDiff:
             elif got[doc_id] != body:
                 diff.changed.append(doc_id)
     if diff.source_rows != diff.target_rows and not diff.missing and not diff.changed:
-        diff.error = (f"{diff.source_rows} rows from the mapping SQL but {diff.target_rows} documents in "
-                      f"{plan.index} (the sample matched)")
+        diff.note = (f"{diff.source_rows} rows from the mapping SQL but {diff.target_rows} documents in "
+                     f"{plan.index} (the sample matched)")
     diff.chunks = 1
     diff.differing_chunks = int(bool(diff.missing or diff.changed))
     diff.seconds = time.monotonic() - t0
@@ -103,6 +107,10 @@ def verify_hbase(src_conn: Any, mapping: Any, target: Any, sample: int) -> Table
         rows = cur.fetchall()
     pc = connect(target)
     try:
+        if spec.hbaseTable.encode() not in pc.conn.tables():
+            raise TargetMismatchError(f"{mapping.file}: hbaseMapping.hbaseTable: HBase table {spec.hbaseTable} "
+                                      f"does not exist on {target.label}",
+                                      hint="run `sluice sync` or `sluice etl` first, or fix hbaseTable")
         ht = pc.conn.table(spec.hbaseTable)
         diff.target_rows = sum(1 for _ in ht.scan(filter=b"FirstKeyOnlyFilter() AND KeyOnlyFilter()",
                                                   batch_size=5000))
@@ -121,8 +129,8 @@ def verify_hbase(src_conn: Any, mapping: Any, target: Any, sample: int) -> Table
         pc.close()
     diff.sampled = len(rows)
     if diff.source_rows != diff.target_rows and not diff.missing and not diff.changed:
-        diff.error = (f"{diff.source_rows} source rows but {diff.target_rows} rows in HBase table "
-                      f"{spec.hbaseTable} (the sample matched)")
+        diff.note = (f"{diff.source_rows} source rows but {diff.target_rows} rows in HBase table "
+                     f"{spec.hbaseTable} (the sample matched)")
     diff.chunks = 1
     diff.differing_chunks = int(bool(diff.missing or diff.changed))
     diff.seconds = time.monotonic() - t0

@@ -69,7 +69,12 @@ class TableDiff:
     changed: list = field(default_factory=list)   # keys whose values differ
     changed_columns: Counter = field(default_factory=Counter)  # target column -> changed rows
     sampled: int | None = None
+    #: why the table could not be compared (then nothing else is meaningful)
     error: str | None = None
+    #: the error is a config/mapping problem (exit 2), not a failure to reach or read (exit 1)
+    config_error: bool = False
+    #: a remark on a difference, e.g. counts differ while the sample matched
+    note: str | None = None
     seconds: float = 0.0
 
     @property
@@ -78,8 +83,8 @@ class TableDiff:
 
     @property
     def ok(self) -> bool:
-        return self.error is None and self.differing == 0 and (self.kind != "rdb" or
-                                                               self.source_rows == self.target_rows)
+        """Compared, and equal (also in row counts)."""
+        return self.error is None and self.differing == 0 and self.source_rows == self.target_rows
 
     def as_dict(self, max_keys: int = 50) -> dict[str, Any]:
         return {"mapping": self.mapping, "kind": self.kind, "source": self.source, "target": self.target,
@@ -91,7 +96,8 @@ class TableDiff:
                 "keys": {"missing": [_key(k) for k in self.missing[:max_keys]],
                          "extra": [_key(k) for k in self.extra[:max_keys]],
                          "changed": [_key(k) for k in self.changed[:max_keys]]},
-                "error": self.error, "seconds": round(self.seconds, 3)}
+                "error": self.error, "config_error": self.config_error, "note": self.note,
+                "seconds": round(self.seconds, 3)}
 
 
 def _key(k: Any) -> Any:

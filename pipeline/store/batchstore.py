@@ -12,17 +12,19 @@ import hashlib
 import json
 import logging
 import os
+import tempfile
 import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from pipeline import __version__
 from pipeline.errors import OutOfOrderAckError, StoreError
 
 from . import admin
 from .cursors import CursorFiles
-from .fsutil import now_iso, publish, write_atomic, write_temp
+from .fsutil import not_writable, now_iso, publish, write_atomic, write_temp
 from .locks import HeldLock, acquire
 from .meta import DATA_RE, META_RE, BatchMeta, data_name, meta_name, validate_group, validate_position
 from .verify import check_batch, encode_records
@@ -76,10 +78,28 @@ class BatchStore:
             fmt = body.get("format")
         except (OSError, ValueError, AttributeError) as e:
             raise StoreError(f"{marker}: unreadable store marker: {e}") from None
+        if isinstance(fmt, int) and not isinstance(fmt, bool) and fmt > 1:
+            raise StoreError(f"{marker}: this store was written by a newer Sluice (store format {fmt}; this "
+                             f"Sluice {__version__} reads format 1)",
+                             hint="run the Sluice version that wrote it (upgrade this installation); do not edit "
+                             "the store by hand")
+        if fmt != 1:
+            raise StoreError(f"{marker}: store format {fmt!r} is not supported by this Sluice (reads 1)",
+                             hint="check that store.path points at a Sluice batch store")
         #: this store's identity (stores made before it was recorded: their creation time)
         self.store_id = str(body.get("id") or f"created-{body.get('createdAt', '')}")
-        if fmt != 1:
-            raise StoreError(f"{marker}: store format {fmt!r} is not supported by this Sluice (reads 1)")
+
+    def check_writable(self) -> None:
+        """Raise StoreError naming the first store folder this process cannot write to (a
+        read-only mount, another owner), before a command starts work it could not record."""
+        for d in (self.root, self.batch_dir, self.group_dir, self.lock_dir):
+            try:
+                d.mkdir(parents=True, exist_ok=True)
+                fd, probe = tempfile.mkstemp(prefix=".sluice-probe-", suffix=".tmp", dir=d)
+                os.close(fd)
+                os.unlink(probe)
+            except OSError as e:  # name the folder, not the probe file
+                raise not_writable(d, OSError(e.errno, e.strerror)) from None
 
     # ---- locks -------------------------------------------------------------------
 

@@ -25,6 +25,18 @@ _DIR_FSYNC_UNSUPPORTED = {errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP, errno.E
 _LINK_UNSUPPORTED = {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.ENOSYS}
 
 
+def not_writable(path: Path | str, e: OSError, what: str = "the batch store") -> StoreError:
+    """The one message for a store path this process cannot write (read-only, another owner, full)."""
+    where = Path(e.filename) if getattr(e, "filename", None) else Path(path)
+    reason = e.strerror or type(e).__name__
+    if e.errno == errno.ENOSPC:
+        hint = f"free space on the file system of {where}"
+    else:
+        hint = (f"check the owner and permissions of {where} (this process runs as uid {os.getuid()}) and that "
+                "its file system is mounted read-write")
+    return StoreError(f"{where}: cannot write {what} ({reason})", hint=hint)
+
+
 def now_iso() -> str:
     """The current UTC time as ISO 8601 with milliseconds, e.g. ``2026-05-09T07:35:25.123+00:00``."""
     return datetime.now(UTC).isoformat(timespec="milliseconds")

@@ -104,6 +104,11 @@ class BatchMeta:
         """Read a meta file; raise CorruptBatchError naming it if it is unreadable."""
         try:
             raw = json.loads(meta_path.read_bytes())
+            newer = raw.get("format") if isinstance(raw, dict) else None
+            if isinstance(newer, int) and not isinstance(newer, bool) and newer > FORMAT:
+                raise StoreError(f"{meta_path}: this batch was written by a newer Sluice (format {newer}; this "
+                                 f"Sluice reads {FORMAT})", hint="run the Sluice version that wrote the store "
+                                 "(upgrade this installation)")
             if raw.get("format") != FORMAT:
                 raise ValueError(f"unknown format {raw.get('format')!r} (this Sluice reads {FORMAT})")
             batch_id = int(raw["batchId"])

@@ -196,9 +196,9 @@ def test_planted_differences_are_listed(dep, mariadb_target):
     assert by["people.yml"].target_rows == 79 and not by["people.yml"].ok
     assert (by["amounts.yml"].changed, by["amounts.yml"].missing) == ([("7",)], [("8",)])
 
-    # the CLI: one mapping, exit 1, the keys in the JSON
+    # the CLI: one mapping, exit 5 (differences found), the keys in the JSON
     out = sluice("verify", "--config", str(dep["path"]), "--mapping", "mappings/rdb/pg.yml", "--json", check=False)
-    assert out.returncode == 1
+    assert out.returncode == 5
     doc = json.loads(out.stdout)
     assert doc["differing_rows"] == 3 and doc["tables"][0]["keys"] == {
         "missing": [["us", 2]], "extra": [["zz", 1]], "changed": [["eu", 1]]}

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 import pytest
 
 from pipeline.config import parse_config
-from pipeline.errors import LockHeldError, SourceError
+from pipeline.errors import ConfigError, LockHeldError, SourceError, TargetMismatchError
 from pipeline.job.driver import ApplyFailed
 from pipeline.ops.report import render, svg_chart
-from pipeline.ops.run import EXIT_FAILED, EXIT_LOCKED, EXIT_NOTHING, EXIT_OK, run_once
+from pipeline.ops.run import EXIT_FAILED, EXIT_INVALID, EXIT_LOCKED, EXIT_NOTHING, EXIT_OK, run_once
 from pipeline.ops.runlog import RunLog
 from pipeline.ops.status import binlog_behind, deployment_status, group_status, last_event_ms
 from pipeline.store import BatchStore
@@ -46,17 +46,19 @@ def _append(store: BatchStore, rows: int, es: int = 1_700_000_000_000) -> None:
 
 
 class FakeSync:
+    """run_sync's stand-in: run_once calls it with the group's apply lock held (``locked=True``)."""
+
     def __init__(self, store: BatchStore, fail: dict | None = None):
         self.store, self.fail, self.calls = store, fail or {}, []
 
     def __call__(self, cfg, group, spark, **kw):
+        assert kw["locked"] is True and kw["plan"] == group
         self.calls.append((group, spark))
         if group in self.fail:
             raise self.fail[group]
-        with self.store.apply_lock(group):
-            batches = self.store.get(group, 1000)
-            for b in batches:
-                self.store.ack(group, b.batch_id)
+        batches = self.store.get(group, 1000)
+        for b in batches:
+            self.store.ack(group, b.batch_id)
 
         class S:
             def as_dict(s):
@@ -74,6 +76,8 @@ def _run(cfg, store, capture_rows=None, capture_error=None, sync=None, **kw):
             _append(store, capture_rows)
         return Cap(capture_rows or 0)
     sync = sync or FakeSync(store)
+    kw.setdefault("check_fn", lambda cfg, plan, store: None)
+    kw.setdefault("load_fn", lambda cfg, g: g)
     return run_once(cfg, spark_factory=lambda: "SPARK", capture_fn=capture, sync_fn=sync, with_source_lag=False, **kw)
 
 
@@ -102,7 +106,7 @@ def test_empty_batches_are_acked_without_spark(env):
         raise AssertionError("Spark started for empty batches")
     sync = FakeSync(store)
     r = run_once(cfg, spark_factory=no_spark, capture_fn=lambda cfg, follow: Cap(0, 0), sync_fn=sync,
-                 with_source_lag=False)
+                 with_source_lag=False, load_fn=lambda cfg, g: g)
     assert r.exit_code == EXIT_NOTHING and not sync.calls
     assert store.cursor("g1") == store.cursor("g2") == 1
 
@@ -113,7 +117,7 @@ def test_a_failed_group_fails_the_run_but_not_the_other_group(env):
     r = _run(cfg, store, capture_rows=3, sync=sync)
     assert r.exit_code == EXIT_FAILED and r.record["status"] == "failed"
     assert r.record["errors"] == [{"stage": "sync", "group": "g1", "type": "ApplyFailed",
-                                   "message": "1 of 4 partitions failed; no batch was acked"}]
+                                   "message": "1 of 4 partitions failed; no batch was acked", "exit": 1}]
     assert store.cursor("g1") == 0 and store.cursor("g2") == 1
     assert r.record["sync"]["g1"]["ok"] is False
     st = deployment_status(cfg, with_source=False)
@@ -152,8 +156,102 @@ def test_a_held_group_is_refused_before_spark_starts(env):
     sync = FakeSync(store)
     with BatchStore(store.root, create=False).apply_lock("g1"):  # another job applies g1
         r = run_once(cfg, groups=["g1"], spark_factory=spark, capture_fn=lambda cfg, follow: Cap(0, 0),
-                     sync_fn=sync, with_source_lag=False)
+                     sync_fn=sync, with_source_lag=False, load_fn=lambda cfg, g: g)
     assert r.exit_code == EXIT_LOCKED and not started and not sync.calls
+    assert r.record["sync"]["g1"]["note"] == "another job applies this group (locked)"
+
+
+def test_a_group_with_wrong_mappings_is_left_out_and_the_run_exits_2(env):
+    """A mapping file that does not load, or a mapping that does not fit its tables: that group
+    does not start (recorded, status invalid, exit 2), the other group still syncs, and Spark
+    starts only for groups that passed."""
+    cfg, store = env
+    _append(store, 2)
+
+    def load(cfg, g):
+        if g == "g1":
+            raise ConfigError("m1.yml", "dbMapping.targetPk", "is required")
+        return g
+
+    sync = FakeSync(store)
+    r = _run(cfg, store, sync=sync, load_fn=load)
+    assert r.exit_code == EXIT_INVALID == 2 and r.record["status"] == "invalid"
+    assert [g for g, _ in sync.calls] == ["g2"] and store.cursor("g2") == 1 and store.cursor("g1") == 0
+    assert r.record["errors"][0] | {"message": ""} == {"stage": "config", "group": "g1", "type": "ConfigError",
+                                                       "message": "", "exit": 2}
+    assert "m1.yml: dbMapping.targetPk: is required" in r.record["errors"][0]["message"]
+    assert r.record["sync"]["g1"]["ok"] is False and "mapping" in r.record["sync"]["g1"]["note"]
+
+    def check(cfg, plan, store):
+        raise TargetMismatchError(f"m-{plan}.yml: dbMapping.targetTable: target table t does not exist")
+
+    started = []
+    r = run_once(cfg, spark_factory=lambda: started.append(1), capture_fn=lambda cfg, follow: Cap(0, 0),
+                 sync_fn=sync, with_source_lag=False, load_fn=lambda cfg, g: g, check_fn=check)
+    assert r.exit_code == EXIT_INVALID and not started and [e["stage"] for e in r.record["errors"]] == ["config"]
+
+
+def test_failed_preflight_checks_keep_spark_from_starting(env):
+    cfg, store = env
+    _append(store, 2)
+
+    def check(cfg, plan, store):
+        raise SourceError("cannot connect to the source root@127.0.0.1:1: refused")
+
+    started = []
+    r = run_once(cfg, spark_factory=lambda: started.append(1), capture_fn=lambda cfg, follow: Cap(0, 0),
+                 sync_fn=FakeSync(store), with_source_lag=False, load_fn=lambda cfg, g: g, check_fn=check)
+    assert r.exit_code == EXIT_FAILED and not started
+    assert [(e["stage"], e["group"]) for e in r.record["errors"]] == [("sync", "g1"), ("sync", "g2")]
+    assert r.record["sync"]["g1"]["note"] == "its pre-flight check failed (see the error)"
+
+
+def test_the_apply_lock_is_held_from_the_checks_to_the_end_of_the_sync(env):
+    """A second run (or sync) of the group is refused while the first checks, starts Spark and syncs."""
+    cfg, store = env
+    _append(store, 1)
+    seen = []
+
+    def probe(*_args, **_kw):
+        with pytest.raises(LockHeldError):
+            BatchStore(store.root, create=False).check_apply_free("g1")
+        seen.append(1)
+
+    class Sync(FakeSync):
+        def __call__(self, cfg, group, spark, **kw):
+            probe()
+            return super().__call__(cfg, group, spark, **kw)
+
+    r = _run(cfg, store, groups=["g1"], sync=Sync(store), check_fn=probe)
+    assert r.exit_code == EXIT_OK and seen == [1, 1]
+    BatchStore(store.root, create=False).check_apply_free("g1")  # released afterwards
+
+
+def test_a_metrics_file_that_cannot_be_written_is_one_error_naming_it(env, tmp_path):
+    cfg, store = env
+    (tmp_path / "m").write_text("a file where the metrics folder should be")
+    _append(store, 1)
+    r = _run(cfg, store)
+    assert r.exit_code == EXIT_FAILED and store.cursor("g1") == 1  # the work is done; the run is failed
+    err = r.record["errors"][-1]
+    assert err["stage"] == "metrics" and err["message"].startswith(f"{tmp_path / 'm'}: cannot write the metrics file")
+    assert "fix: check the owner and permissions" in err["message"]
+    assert RunLog(store.root).last()["run"] == r.record["run"]  # still recorded
+
+
+def test_spark_that_does_not_start_is_recorded(env):
+    cfg, store = env
+    _append(store, 1)
+
+    def no_java():
+        raise RuntimeError("Java gateway process exited before sending its port number")
+
+    r = run_once(cfg, spark_factory=no_java, capture_fn=lambda cfg, follow: Cap(0, 0), sync_fn=FakeSync(store),
+                 with_source_lag=False, load_fn=lambda cfg, g: g, check_fn=lambda cfg, plan, store: None)
+    assert r.exit_code == EXIT_FAILED and r.record["errors"][0]["stage"] == "spark"
+    assert "Java gateway" in r.record["errors"][0]["message"]
+    assert r.record["sync"]["g1"]["note"] == "Spark did not start"
+    assert RunLog(store.root).last()["run"] == r.record["run"]
 
 
 def test_group_selection_and_unknown_group(env):

@@ -172,7 +172,7 @@ def test_cli_store_verify_prints_one_line_and_no_traceback(pristine, tmp_path):
     proc = subprocess.run([sys.executable, "-m", "pipeline.cli", "store", "verify", "--config", str(cfg)],
                           cwd=REPO, env=env, text=True, capture_output=True, timeout=120)
     _reset(pristine)
-    assert proc.returncode == 2, proc.stderr
+    assert proc.returncode == 5, proc.stderr  # docs/operations.md: a check that found damage
     assert "Traceback" not in proc.stderr and "Traceback" not in proc.stdout
     first = proc.stderr.strip().splitlines()[0]
     assert first.startswith(f"sluice: error: {pristine['data']}: batch 1 is corrupt: checksum mismatch")
