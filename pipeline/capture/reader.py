@@ -12,6 +12,7 @@ connection is a TransientError, so the caller resumes from the last *stored* pos
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -42,6 +43,7 @@ from pipeline.config import SourceConfig, TableFilter
 from pipeline.errors import PositionError, SourceError, TransientError
 
 from .dml import classify_ddl
+from .native import load
 from .position import GtidState, Position, binlog_key
 from .rowcodec import CodecCache, TableCodec
 
@@ -62,17 +64,34 @@ class Begin:
     ts: int
 
 
-@dataclass(slots=True)
 class Rows:
-    kind: str
-    codec: TableCodec
-    rows: list[Any]
-    sql: str
-    logfile: str
-    logpos: int
-    ts: int
-    event_no: int        # 1-based rows-event number within the transaction (all tables)
-    size: int            # event body bytes (for the batch byte estimate)
+    """One rows event of an included table. The rows are either decoded by Python (``rows``:
+    dicts, or (before, after) pairs for UPDATE) or, on the native path, ready canal JSON
+    (``data_json``, ``old_json``; ``rows`` then decodes them on demand)."""
+
+    __slots__ = ("kind", "codec", "_rows", "sql", "logfile", "logpos", "ts", "event_no", "size",
+                 "data_json", "old_json", "nrows")
+
+    def __init__(self, kind: str, codec: TableCodec, rows: list[Any] | None, sql: str, logfile: str, logpos: int,
+                 ts: int, event_no: int, size: int, data_json: bytes | None = None, old_json: bytes | None = None,
+                 nrows: int | None = None):
+        self.kind, self.codec, self._rows, self.sql = kind, codec, rows, sql
+        self.logfile, self.logpos, self.ts = logfile, logpos, ts
+        self.event_no = event_no    # 1-based rows-event number within the transaction (all tables)
+        self.size = size            # row-image bytes (for the batch byte estimate)
+        self.data_json, self.old_json = data_json, old_json
+        self.nrows = len(rows) if rows is not None else (nrows or 0)
+
+    @property
+    def rows(self) -> list[Any]:
+        if self._rows is None:
+            data = json.loads(self.data_json or b"[]")
+            if self.kind == "UPDATE":
+                old = json.loads(self.old_json or b"[]")
+                self._rows = [({**after, **changed}, after) for after, changed in zip(data, old, strict=True)]
+            else:
+                self._rows = data
+        return self._rows
 
 
 @dataclass(slots=True)
@@ -179,9 +198,15 @@ class BinlogReader:
     # ---- iteration ----------------------------------------------------------------
 
     def __iter__(self) -> Iterator[Item]:
+        from .fastpath import native_items
+
         stop = self.opts.stop_at
         if stop is not None and not self.start.skip_events and \
                 binlog_key(self.start.logfile, self.start.logpos) >= binlog_key(stop.logfile, stop.logpos):
+            return
+        native = load()
+        if native is not None:
+            yield from native_items(self, native, stop)
             return
         self.stream = stream = self._open()
         try:
