@@ -267,14 +267,30 @@ fn decimal(buf: &[u8], pos: usize, precision: usize, scale: usize, out: &mut Vec
             *b ^= 0xFF;
         }
     }
-    let mut digits = String::with_capacity(precision + 2);
-    if lead > 0 {
-        digits.push_str(&be_uint(&raw[..lead]).to_string());
-    }
+    // the integer part as Python computes it (ival * 10**9 + group), in base-10**9 limbs, so that
+    // even groups above 999999999 (never written by MySQL) give the reference's text
+    let mut limbs: Vec<u64> = vec![if lead > 0 { be_uint(&raw[..lead]) } else { 0 }];
     let mut p = lead;
     for _ in 0..intg0 {
-        digits.push_str(&format!("{:09}", be_uint(&raw[p..p + 4])));
+        let mut carry = be_uint(&raw[p..p + 4]);
+        for limb in limbs.iter_mut() {
+            let v = *limb * 1_000_000_000 + carry;
+            *limb = v % 1_000_000_000;
+            carry = v / 1_000_000_000;
+        }
+        while carry > 0 {
+            limbs.push(carry % 1_000_000_000);
+            carry /= 1_000_000_000;
+        }
         p += 4;
+    }
+    let mut digits = String::with_capacity(precision + 2);
+    for (k, limb) in limbs.iter().rev().enumerate() {
+        if k == 0 {
+            digits.push_str(&limb.to_string());
+        } else {
+            digits.push_str(&format!("{:09}", limb));
+        }
     }
     let int_text = digits.trim_start_matches('0');
     let int_zero = int_text.is_empty();
