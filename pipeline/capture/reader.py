@@ -52,6 +52,9 @@ _COMPRESSED_TYPES = {40: "MySQL transaction payload (binlog_transaction_compress
                      165: "MariaDB compressed query", 166: "MariaDB compressed rows", 167: "MariaDB compressed rows",
                      168: "MariaDB compressed rows", 169: "MariaDB compressed rows",
                      170: "MariaDB compressed rows", 171: "MariaDB compressed rows"}
+# the connection went away or was killed: lost (2013, 2006), refused (2003), KILLed (1927),
+# server shutting down (1053), interrupted (1317), network read/write errors (1158-1161)
+_TRANSIENT_CODES = frozenset({2003, 2006, 2013, 1927, 1053, 1317, 1158, 1159, 1160, 1161})
 _IGNORED_IN_TX = ("SAVEPOINT", "RELEASE", "ROLLBACK TO", "XA ")
 
 
@@ -335,7 +338,7 @@ def _map_error(e: pymysql.err.MySQLError, start: Position) -> Exception:
     if code in (1045, 1227, 1044):
         return SourceError(f"the source refused the binlog connection: {msg}",
                            hint="the capture user needs REPLICATION SLAVE, REPLICATION CLIENT and SELECT")
-    if code in (2003, 2006, 2013):
+    if code in _TRANSIENT_CODES:
         return TransientError(f"the binlog connection to the source failed: {msg}",
                               hint="capture resumes from the last stored position")
     return SourceError(f"binlog stream error {code}: {msg}")

@@ -118,13 +118,15 @@ def run_capture(cfg: Config, *, follow: bool = False, max_batches: int | None = 
                         stopped = "interrupted"
                     appender.drain()
                 except TransientError as e:
+                    if batcher.batches:  # this connection made progress: a new fault, not the same one
+                        reconnects = 0
                     if not follow or reconnects >= MAX_RECONNECTS:
                         raise
                     reconnects += 1
                     log.warning("binlog connection lost; resuming from the last stored position",
                                 error=e.message, attempt=reconnects)
                     appender.drain()  # what was handed to the writer is stored before we look
-                    time.sleep(min(30.0, 0.5 * 2 ** min(reconnects, 6)))
+                    time.sleep(min(30.0, 0.25 * 2 ** min(reconnects, 7)))
                     start = Position.from_dict(store.last_position() or first.to_dict())
                     continue
                 finally:
