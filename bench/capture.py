@@ -40,6 +40,8 @@ from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, Write
 
 from bench import capture_workloads as workloads  # noqa: E402
 from bench.common import command_line, record_row, services  # noqa: E402
+from pipeline.config import load_config  # noqa: E402
+from pipeline.store import BatchStore  # noqa: E402
 from tests.support import sysbench  # noqa: E402
 from tests.support.capture_check import mark_start, write_config  # noqa: E402
 
@@ -103,11 +105,12 @@ def raw_pass(db: dict, start: dict, end: dict, database: str) -> tuple[int, floa
     return rows, time.perf_counter() - t0
 
 
-def capture_pass(config: str) -> tuple[dict, float]:
+def capture_pass(config: str, native: bool = True) -> tuple[dict, float]:
     sluice = str(Path(sys.executable).parent / "sluice")
     t0 = time.perf_counter()
+    env = {**os.environ, "SLUICE_LOG_LEVEL": "WARNING", "SLUICE_CAPTURE_NATIVE": "1" if native else "0"}
     p = subprocess.run([sluice, "capture", "--config", config, "--once"], capture_output=True, text=True,
-                       env={**os.environ, "SLUICE_LOG_LEVEL": "WARNING"}, check=False)
+                       env=env, check=False)
     wall = time.perf_counter() - t0
     if p.returncode != 0:
         sys.exit(f"sluice capture failed:\n{p.stderr[-3000:]}")
@@ -130,16 +133,28 @@ def one(db: dict, workload: str, args: argparse.Namespace) -> dict:
             end = summary["end"]
             nat_rows, nat_s = native_pass(db, start, end, database, Path(tmp) / "native.txt")
             raw_rows, raw_s = raw_pass(db, start, end, database)
+            lib_rate = None
+            if args.library:  # the same range once more on the pure-Python path (SLUICE_CAPTURE_NATIVE=0)
+                (Path(tmp) / "lib").mkdir()
+                lib_config = write_config(db, Path(tmp) / "lib", f"{database}\\..*", max_rows=20000, name="lib")
+                lib_store = BatchStore(load_config(lib_config).store_dir())
+                with lib_store.capture_lock():
+                    lib_store.set_start_position(start)
+                lib, _ = capture_pass(lib_config, native=False)
+                lib_rate = (lib["rows"] - (1 if workload == "large" else 0)) / lib["elapsed_s"]
     finally:
         sysbench.drop_database(db, database)
     cap_rows = summary["rows"] - (1 if workload == "large" else 0)  # the CREATE TABLE is a record too
     res = {"workload": workload, "rows": nat_rows, "native": nat_rows / nat_s, "raw": raw_rows / raw_s,
-           "capture": cap_rows / summary["elapsed_s"], "capture_wall": cap_wall, "load": load}
+           "capture": cap_rows / summary["elapsed_s"], "capture_wall": cap_wall, "load": load, "library": lib_rate}
     print(f"[{workload}] mariadb-binlog: {nat_rows} rows in {nat_s:.2f}s = {res['native']:,.0f} rows/s")
     print(f"[{workload}] raw BinLogStreamReader: {raw_rows} rows in {raw_s:.2f}s = {res['raw']:,.0f} rows/s "
           f"({res['raw'] / res['native']:.2f}x)")
     print(f"[{workload}] sluice capture --once: {cap_rows} rows in {summary['elapsed_s']:.2f}s = "
           f"{res['capture']:,.0f} rows/s ({res['capture'] / res['native']:.2f}x; process wall {cap_wall:.2f}s)")
+    if lib_rate is not None:
+        print(f"[{workload}] sluice capture --once, pure-Python path: {lib_rate:,.0f} rows/s "
+              f"({lib_rate / res['native']:.2f}x)")
     if not nat_rows == raw_rows == cap_rows:
         print(f"[{workload}] warning: row counts differ (native {nat_rows}, raw {raw_rows}, capture {cap_rows})")
     return res
@@ -151,6 +166,7 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=300_000, help="large: row changes to generate (default 300000)")
     ap.add_argument("--seconds", type=int, default=20, help="OLTP/wide: sysbench run time (default 20)")
     ap.add_argument("--threads", type=int, default=4, help="OLTP/wide: sysbench threads (default 4)")
+    ap.add_argument("--library", action="store_true", help="also capture on the pure-Python path (native off)")
     ap.add_argument("--record", action="store_true", help="append the results to docs/benchmarks.md")
     args = ap.parse_args()
     db = services().get("mariadb") or sys.exit("start the source first: python3 scripts/services start mariadb")
@@ -161,7 +177,8 @@ def main() -> None:
             record_row(REPO / "docs" / "benchmarks.md", SECTION, INTRO,
                        f"| {dt.date.today()} | `{cmd}` | {workload} | {r['rows']} | {r['native']:,.0f} | "
                        f"{r['raw']:,.0f} ({r['raw'] / r['native']:.2f}) | {r['capture']:,.0f} | "
-                       f"**{r['capture'] / r['native']:.2f}** | {r['load']:.2f} |")
+                       f"**{r['capture'] / r['native']:.2f}** | {r['load']:.2f} |"
+                       + (f" pure-Python path: {r['library']:,.0f} rows/s |" if r["library"] else ""))
 
 
 if __name__ == "__main__":

@@ -219,7 +219,7 @@ impl Parser {
             }
             160 => out.push(Item::Annotate { ts, sql: body.to_vec() }),
             29 => out.push(Item::Annotate { ts, sql: body.get(1..).unwrap_or(&[]).to_vec() }),
-            27 => out.push(Item::Heartbeat { ts, next }),
+            27 | 41 => out.push(Item::Heartbeat { ts, next }), // 41: MySQL 8.0.26+ heartbeat v2
             t if REFUSED.contains(&t) => out.push(Item::Refused { type_code: t, start }),
             _ => {}
         }
