@@ -88,16 +88,15 @@ def main() -> None:
             with connect(cfg.source) as conn:
                 end = current_position(conn, "mariadb")
             store = BatchStore(cfg.store_dir(), create=False)
-            while True:
+            while True:  # the GTID state, not the offset: the server may log a checkpoint event after the last commit
                 pos = store.last_position() or {}
-                if (pos.get("logfile", ""), pos.get("logpos", 0)) >= (end.logfile, end.logpos) or \
-                        time.monotonic() - t_end > 300:
+                if pos.get("gtid") == end.gtid or time.monotonic() - t_end > 300:
                     break
                 time.sleep(0.2)
             drain = time.monotonic() - t_end
             rows = sum(m.rows for m in store.batches())
         finally:
-            cap.send_signal(signal.SIGINT)
+            cap.send_signal(signal.SIGTERM)  # the CLI stops on SIGTERM (SIGINT may be ignored in a background job)
             cap.wait(timeout=120)
     sysbench.drop_database(db, database)
     lags = [p["lag_s"] for p in during]
