@@ -10,7 +10,6 @@ here: a lost connection is a TransientError and the caller resumes from the stor
 
 from __future__ import annotations
 
-import socket
 import struct
 from typing import Any
 
@@ -57,12 +56,8 @@ class DumpConnection:
                 cur.execute("SET @slave_gtid_ignore_duplicates = 0")
         conn._write_bytes(self._dump_command())
         conn._next_seq_id = 1
-        sock = conn._sock
-        sock.settimeout(max(30.0, s.heartbeatSeconds * 4) if self.follow else max(60.0, s.connectTimeout))
-        try:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
-        except OSError:  # pragma: no cover - a platform that refuses it reads with the default
-            pass
+        # the kernel's autotuned receive buffer holds what the server sends while we decode
+        conn._sock.settimeout(max(30.0, s.heartbeatSeconds * 4) if self.follow else max(60.0, s.connectTimeout))
 
     def _dump_command(self) -> bytes:
         flags = 0 if self.follow else DUMP_NON_BLOCK
