@@ -189,3 +189,44 @@ def test_rows_events_match_the_python_codec(kind, rows, present, present2):
     # the same table map bytes again: nothing to decide, no item
     stream.feed(_packet(19, (7).to_bytes(6, "little") + b"layout"))
     assert stream.items(10) == [] and stream.waiting_for() is None
+
+
+def _split_packets(payload: bytes) -> bytes:
+    """MySQL framing of one payload: 16 MB - 1 pieces, then a shorter (maybe empty) last one."""
+    out, seq, max_len = b"", 1, 0xFFFFFF
+    while True:
+        piece, payload = payload[:max_len], payload[max_len:]
+        out += len(piece).to_bytes(3, "little") + bytes([seq & 0xFF]) + piece
+        seq += 1
+        if len(piece) < max_len:
+            return out
+
+
+def test_an_event_over_16_mb_fed_in_odd_pieces():
+    """A rows event larger than one protocol packet (a 17 MB BLOB) arrives as continuation
+    packets; bytes fed in pieces that cut headers and payloads anywhere still frame right."""
+    blob = bytes(range(256)) * (17 * 4096)
+    codec = TableCodec.build("db", "t", [ColumnSpec("id", T.LONG, is_pk=True),
+                                         ColumnSpec("b", T.BLOB, charset="binary", length_size=4)], [0])
+    image = b"\x00" + struct.pack("<i", 9) + len(blob).to_bytes(4, "little") + blob
+    body = (3).to_bytes(6, "little") + b"\0\0" + b"\x02" + b"\x03" + image
+    event = struct.pack("<IBIII", 1700000000, 23, 1, 19 + len(body) + 4, 99)[:17] + b"\0\0" + body + b"\0" * 4
+    raw = (_packet(19, (3).to_bytes(6, "little") + b"two columns") + _split_packets(b"\x00" + event)
+           + _packet(16, b"\0" * 8, 2000))
+    stream = mod.Stream(True)
+    items, at, step = [], 0, 1
+    while at < len(raw):
+        stream.feed(raw[at:at + step])
+        at += step
+        step = step * 7 % 5_000_011 + 1
+        while True:
+            got = stream.items(100)
+            if not got:
+                break
+            items += got
+            if got[-1][0] == 3:
+                ops, keys = native.plan_for(codec)
+                stream.set_table(3, 1, "db.t", ops, keys)
+    assert [i[0] for i in items] == [3, 0, 5]
+    rows = json.loads(items[1][7])
+    assert rows == [{"id": "9", "b": blob.decode("latin-1")}] and items[2][3] == 2000
