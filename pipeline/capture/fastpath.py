@@ -18,6 +18,7 @@ import pymysql
 from pipeline.errors import SourceError
 
 from .dml import classify_ddl
+from .items import IGNORED_IN_TX, Begin, Commit, Rows, Statement, Tick, map_error, refuse_event
 from .native import parse_table_map, plan_for
 from .position import Position, binlog_key
 from .protocol import DumpConnection
@@ -48,14 +49,12 @@ def _set_table(reader: BinlogReader, stream: object, codecs: dict[int, TableCode
 
 def native_items(reader: BinlogReader, mod: ModuleType, stop: Position | None) -> Iterator:
     """Capture items from ``reader.start`` over a native dump connection (see module docstring)."""
-    from .reader import _IGNORED_IN_TX, Begin, Commit, Rows, Statement, Tick, _map_error, _refuse_event
-
     dump = DumpConnection(reader.src, reader.flavor, reader.start, mode=reader.resume_mode(),
                           follow=reader.opts.follow)
     try:
         dump.open()
     except pymysql.err.MySQLError as e:
-        raise _map_error(e, reader.start) from None
+        raise map_error(e, reader.start) from None
     stream = mod.Stream(dump.checksum)
     codecs: dict[int, TableCodec | None] = {}
     gtids = reader.gtids
@@ -113,7 +112,7 @@ def native_items(reader: BinlogReader, mod: ModuleType, stop: Position | None) -
                         is_end = head.startswith("COMMIT") or head == "ROLLBACK"
                         schema = it[4].decode("utf-8", "replace")
                         if explicit and not is_end:
-                            if not head.startswith(_IGNORED_IN_TX) and reader.included(schema, ""):
+                            if not head.startswith(IGNORED_IN_TX) and reader.included(schema, ""):
                                 yield Statement("QUERY", schema, "", False, q, logfile, start, ts * 1000)
                             continue
                         if not is_end:  # DDL: a transaction of its own
@@ -153,11 +152,11 @@ def native_items(reader: BinlogReader, mod: ModuleType, stop: Position | None) -
                         return
                     yield Tick(None)
                 elif code == 10:
-                    _refuse_event(it[1], logfile, it[2])
+                    refuse_event(it[1], logfile, it[2])
                 elif code == 11:  # end of the binlog (non-blocking dump)
                     return
                 elif code == 12:
-                    raise _map_error(pymysql.err.OperationalError(it[1], it[2]), reader.start)
+                    raise map_error(pymysql.err.OperationalError(it[1], it[2]), reader.start)
                 else:  # pragma: no cover - a tuple kind this loop does not know
                     raise SourceError(f"unknown native stream item {it[0]}")
     finally:
