@@ -23,7 +23,6 @@ fn decode_row(plan: &Plan, cols: &[usize], buf: &[u8], mut pos: usize, out: &mut
               spans: &mut Vec<(usize, usize, usize)>) -> Result<usize, String> {
     let nb = cols.len().div_ceil(8);
     let nulls = buf.get(pos..pos + nb).ok_or("row image ends inside its null bitmap")?;
-    let nulls = nulls.to_vec();
     pos += nb;
     spans.clear();
     out.push(b'{');

@@ -47,6 +47,35 @@ fn be_uint(b: &[u8]) -> u64 {
     b.iter().fold(0u64, |acc, &x| (acc << 8) | x as u64)
 }
 
+/// Decimal digits of `v`, at least `width` of them (zero-padded), as Rust's `{:0w$}` and
+/// Python's `%0*d` print a non-negative number; no allocation.
+#[inline]
+fn push_uint(out: &mut Vec<u8>, mut v: u64, width: usize) {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    for _ in (buf.len() - i)..width {
+        out.push(b'0');
+    }
+    out.extend_from_slice(&buf[i..]);
+}
+
+#[inline]
+fn push_int(out: &mut Vec<u8>, v: i64, width: usize) {
+    if v < 0 {
+        out.extend_from_slice(format!("{:0w$}", v, w = width).as_bytes());
+    } else {
+        push_uint(out, v as u64, width);
+    }
+}
+
 fn quoted(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
     out.extend_from_slice(s.as_bytes());
@@ -61,11 +90,11 @@ pub fn decode(op: &Op, buf: &[u8], pos: usize, out: &mut Vec<u8>) -> DResult {
             let u = le_uint(b);
             out.push(b'"');
             if *unsigned {
-                out.extend_from_slice(u.to_string().as_bytes());
+                push_uint(out, u, 0);
             } else {
                 let shift = 64 - 8 * *size as u32;
                 let v = ((u << shift) as i64) >> shift;
-                out.extend_from_slice(v.to_string().as_bytes());
+                push_int(out, v, 0);
             }
             out.push(b'"');
             Ok(pos + size)
@@ -85,17 +114,33 @@ pub fn decode(op: &Op, buf: &[u8], pos: usize, out: &mut Vec<u8>) -> DResult {
         Op::Decimal { precision, scale } => decimal(buf, pos, *precision, *scale, out),
         Op::Date => {
             let v = le_uint(take(buf, pos, 3)?);
-            quoted(out, &format!("{:04}-{:02}-{:02}", v >> 9, (v >> 5) & 15, v & 31));
+            out.push(b'"');
+            push_uint(out, v >> 9, 4);
+            out.push(b'-');
+            push_uint(out, (v >> 5) & 15, 2);
+            out.push(b'-');
+            push_uint(out, v & 31, 2);
+            out.push(b'"');
             Ok(pos + 3)
         }
         Op::Datetime2 { fsp } => {
             let v = be_uint(take(buf, pos, 5)?) as i64 - 0x80_0000_0000;
             let (ymd, hms) = (v >> 17, v & 0x1FFFF);
             let ym = ymd >> 5;
-            let mut s = format!("{:04}-{:02}-{:02} {:02}:{:02}:{:02}", ym.div_euclid(13), ym.rem_euclid(13),
-                                ymd & 31, hms >> 12, (hms >> 6) & 63, hms & 63);
-            let n = frac(buf, pos + 5, *fsp, &mut s)?;
-            quoted(out, &s);
+            out.push(b'"');
+            push_int(out, ym.div_euclid(13), 4);
+            out.push(b'-');
+            push_int(out, ym.rem_euclid(13), 2);
+            out.push(b'-');
+            push_int(out, ymd & 31, 2);
+            out.push(b' ');
+            push_int(out, hms >> 12, 2);
+            out.push(b':');
+            push_int(out, (hms >> 6) & 63, 2);
+            out.push(b':');
+            push_int(out, hms & 63, 2);
+            let n = frac_into(buf, pos + 5, *fsp, out)?;
+            out.push(b'"');
             Ok(pos + 5 + n)
         }
         Op::Timestamp2 { fsp } => {
@@ -191,6 +236,19 @@ pub fn decode(op: &Op, buf: &[u8], pos: usize, out: &mut Vec<u8>) -> DResult {
             Ok(start + n)
         }
     }
+}
+
+fn frac_into(buf: &[u8], pos: usize, fsp: usize, out: &mut Vec<u8>) -> DResult {
+    if fsp == 0 {
+        return Ok(0);
+    }
+    let nbytes = (fsp + 1) / 2;
+    let v = be_uint(take(buf, pos, nbytes)?);
+    let mut digits = Vec::with_capacity(8);
+    push_uint(&mut digits, v, 2 * nbytes);
+    out.push(b'.');
+    out.extend_from_slice(&digits[..fsp.min(digits.len())]);
+    Ok(nbytes)
 }
 
 fn frac(buf: &[u8], pos: usize, fsp: usize, s: &mut String) -> DResult {
