@@ -1,17 +1,21 @@
-"""Capture throughput: ``sluice capture --once`` against raw BinLogStreamReader iteration.
+"""Capture throughput against a native decoder, over the same binlog range, in one run.
 
-    .venv/bin/python bench/capture.py [--rows 300000] [--no-record]
+    nice -n -10 .venv/bin/python bench/capture.py [--workload all|large|oltp_write_only|oltp_read_write|wide]
+        [--rows 300000] [--seconds 20] [--threads 4] [--record]
 
-Generates a binlog in a fresh database on the test MariaDB (``scripts/services``):
-multi-row INSERTs of sysbench-like rows, then UPDATEs and DELETEs of part of them, about
-``--rows`` row changes in all. Then, over exactly that binlog range, it measures
+For each workload (bench/capture_workloads.py) a fresh database on the source MariaDB
+(``$SLUICE_SERVICES_DIR``, started by ``scripts/services start mariadb``) gets its schema, the
+binlog position is marked, the workload writes, and the same binlog range is then read three
+ways, each over its own replication connection to the server:
 
-1. raw: python-mysql-replication's BinLogStreamReader, reading every row's values
-   (``event.rows``), rows events of the bench database only;
-2. capture: ``sluice capture --once`` (subprocess) into a new store: decoding, Dml
-   records, batching and durable batch files, as in production.
+1. native: ``mariadb-binlog --read-from-remote-server -v --base64-output=decode-rows`` (C, the
+   text of every value of every row), output to a file, rows counted afterwards (the anchor);
+2. raw: python-mysql-replication's ``BinLogStreamReader`` reading every row's values;
+3. capture: ``sluice capture --once`` (subprocess) into a new store: decoding, Dml records,
+   batching and fsynced batch files, as in production (``elapsed_s`` of its summary).
 
-and prints rows/s of both and the ratio, and appends the result to docs/benchmarks.md.
+It prints rows/s of each and the ratios to the native anchor (target for capture: >= 0.5 on
+every OLTP workload), and with ``--record`` appends one row per workload to docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import argparse
 import datetime as dt
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -33,32 +38,45 @@ sys.path.insert(0, str(REPO))
 from pymysqlreplication import BinLogStreamReader  # noqa: E402
 from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent  # noqa: E402
 
+from bench import capture_workloads as workloads  # noqa: E402
+from bench.common import command_line, record_row, services  # noqa: E402
+from pipeline.config import load_config  # noqa: E402
+from pipeline.store import BatchStore  # noqa: E402
 from tests.support import sysbench  # noqa: E402
 from tests.support.capture_check import mark_start, write_config  # noqa: E402
 
+WORKLOADS = ("oltp_write_only", "oltp_read_write", "wide", "large")
+SECTION = "## Capture throughput against mariadb-binlog (bench/capture.py)"
+INTRO = """
+Rows/s over the same binlog range, same run, each reader on its own replication connection:
+`mariadb-binlog --read-from-remote-server -v --base64-output=decode-rows` (the native anchor,
+output to a file), raw python-mysql-replication `BinLogStreamReader` reading every value, and
+`sluice capture --once` (decode, Dml records, fsynced batch files; its summary's `elapsed_s`).
+Target (issue 17): capture >= 0.5x the anchor on every OLTP workload.
 
-def server() -> dict:
-    state = json.loads((REPO / ".sluice" / "services" / "services.json").read_text())
-    if "mariadb" not in state:
-        sys.exit("start the test MariaDB first: python3 scripts/services start mariadb")
-    return state["mariadb"]
+| date | command | workload | rows | native rows/s | raw rows/s (ratio) | capture rows/s | capture ratio | load before |
+|---|---|---|---|---|---|---|---|---|
+"""
+_ROW_LINE = re.compile(rb"^### (INSERT INTO|UPDATE|DELETE FROM) `([^`]*)`", re.M)
 
 
-def generate(db: dict, database: str, rows: int) -> None:
-    """About ``rows`` row changes: 60% inserts (1000-row statements), 25% updates, 15% deletes."""
-    inserts = int(rows * 0.6)
-    with sysbench.connect(db, database) as conn, conn.cursor() as cur:
-        cur.execute("CREATE TABLE sbtest1 (id INT PRIMARY KEY, k INT NOT NULL, c CHAR(120) NOT NULL, "
-                    "pad CHAR(60) NOT NULL, amount DECIMAL(12,2), created DATETIME(6), flag TINYINT(1))")
-        for start in range(0, inserts, 1000):
-            values = ",".join(
-                f"({i}, {i * 7 % 10007}, '{('%011d-' % i) * 10}', '{('%010d-' % i) * 5}', {i}.25, "
-                f"'2024-01-01 00:00:00.{i % 1000000:06d}', {i % 2})"
-                for i in range(start, min(start + 1000, inserts)))
-            cur.execute(f"INSERT INTO sbtest1 VALUES {values}")
-        step = max(1, inserts // max(1, int(rows * 0.25)))
-        cur.execute(f"UPDATE sbtest1 SET k = k + 1, amount = amount * 2 WHERE id % {step} = 0")
-        cur.execute(f"DELETE FROM sbtest1 WHERE id % 7 = 1 AND id < {int(rows * 0.15) * 7}")
+def native_pass(db: dict, start: dict, end: dict, database: str, out: Path) -> tuple[int, float]:
+    """Rows of ``database`` decoded by mariadb-binlog over [start, end), and its wall seconds."""
+    with sysbench.connect(db) as conn, conn.cursor() as cur:
+        cur.execute("SHOW BINARY LOGS")
+        files = [r[0] for r in cur.fetchall()]
+    files = files[files.index(start["logfile"]):files.index(end["logfile"]) + 1]
+    cmd = ["mariadb-binlog", "--read-from-remote-server", f"--host={db['host']}", f"--port={db['port']}",
+           f"--user={db['user']}", "-v", "--base64-output=decode-rows", f"--start-position={start['logpos']}",
+           f"--stop-position={end['logpos']}", *files]
+    env = {**os.environ, "MYSQL_PWD": db["password"]}
+    t0 = time.perf_counter()
+    with out.open("wb") as fh:
+        subprocess.run(cmd, stdout=fh, stderr=subprocess.PIPE, env=env, check=True)
+    secs = time.perf_counter() - t0
+    rows = sum(1 for m in _ROW_LINE.finditer(out.read_bytes()) if m.group(2) == database.encode())
+    out.unlink()
+    return rows, secs
 
 
 def raw_pass(db: dict, start: dict, end: dict, database: str) -> tuple[int, float]:
@@ -74,74 +92,93 @@ def raw_pass(db: dict, start: dict, end: dict, database: str) -> tuple[int, floa
     end_key = (end["logfile"], end["logpos"])
     try:
         for ev in stream:
+            if (stream.log_file, ev.packet.log_pos) > end_key:
+                break
             for row in ev.rows:  # read every value
                 rows += 1
                 for image in row.values():
                     if isinstance(image, dict):
                         for _v in image.values():
                             pass
-            if (stream.log_file, ev.packet.log_pos) >= end_key:
-                break
     finally:
         stream.close()
     return rows, time.perf_counter() - t0
 
 
-def capture_pass(config: str) -> tuple[dict, float]:
+def capture_pass(config: str, native: bool = True) -> tuple[dict, float]:
     sluice = str(Path(sys.executable).parent / "sluice")
     t0 = time.perf_counter()
+    env = {**os.environ, "SLUICE_LOG_LEVEL": "WARNING", "SLUICE_CAPTURE_NATIVE": "1" if native else "0"}
     p = subprocess.run([sluice, "capture", "--config", config, "--once"], capture_output=True, text=True,
-                       env={**os.environ, "SLUICE_LOG_LEVEL": "WARNING"}, check=False)
+                       env=env, check=False)
     wall = time.perf_counter() - t0
     if p.returncode != 0:
         sys.exit(f"sluice capture failed:\n{p.stderr[-3000:]}")
     return json.loads(p.stdout.strip().splitlines()[-1]), wall
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rows", type=int, default=300_000, help="row changes to generate (default 300000)")
-    ap.add_argument("--no-record", action="store_true", help="do not append to docs/benchmarks.md")
-    args = ap.parse_args()
-    db = server()
+def one(db: dict, workload: str, args: argparse.Namespace) -> dict:
+    """Generate one workload's binlog and read it three ways; the numbers."""
     database = f"bench_cap_{uuid.uuid4().hex[:6]}"
-    sysbench.create_database(db, database)
+    load = os.getloadavg()[0]
     try:
+        workloads.prepare(db, database, workload)
         with tempfile.TemporaryDirectory() as tmp:
             config = write_config(db, Path(tmp), f"{database}\\..*", max_rows=20000, name="bench")
             start = mark_start(config)
             t0 = time.perf_counter()
-            generate(db, database, args.rows)
-            print(f"generated the binlog in {time.perf_counter() - t0:.1f}s")
-            capture_first, cap_wall = capture_pass(config)  # also fixes the end of the range
-            end = capture_first["end"]
+            workloads.run(db, database, workload, rows=args.rows, seconds=args.seconds, threads=args.threads)
+            print(f"[{workload}] wrote the binlog in {time.perf_counter() - t0:.1f}s")
+            summary, cap_wall = capture_pass(config)  # also fixes the end of the range
+            end = summary["end"]
+            nat_rows, nat_s = native_pass(db, start, end, database, Path(tmp) / "native.txt")
             raw_rows, raw_s = raw_pass(db, start, end, database)
-            cap_rows, cap_s = capture_first["rows"], capture_first["elapsed_s"]
+            lib_rate = None
+            if args.library:  # the same range once more on the pure-Python path (SLUICE_CAPTURE_NATIVE=0)
+                (Path(tmp) / "lib").mkdir()
+                lib_config = write_config(db, Path(tmp) / "lib", f"{database}\\..*", max_rows=20000, name="lib")
+                lib_store = BatchStore(load_config(lib_config).store_dir())
+                with lib_store.capture_lock():
+                    lib_store.set_start_position(start)
+                lib, _ = capture_pass(lib_config, native=False)
+                lib_rate = (lib["rows"] - (1 if workload == "large" else 0)) / lib["elapsed_s"]
     finally:
         sysbench.drop_database(db, database)
-    raw_rate, cap_rate = raw_rows / raw_s, cap_rows / cap_s
-    ratio = cap_rate / raw_rate
-    print(f"raw BinLogStreamReader: {raw_rows} rows in {raw_s:.2f}s = {raw_rate:,.0f} rows/s")
-    print(f"sluice capture --once:  {cap_rows} rows in {cap_s:.2f}s = {cap_rate:,.0f} rows/s "
-          f"(process wall {cap_wall:.2f}s)")
-    print(f"ratio capture/raw: {ratio:.2f}")
-    if raw_rows != cap_rows - 1:  # capture also stores the CREATE TABLE (counted as one row)
-        print(f"warning: row counts differ (raw {raw_rows}, capture {cap_rows})")
-    if not args.no_record:
-        line = (f"| {dt.date.today()} | `.venv/bin/python bench/capture.py --rows {args.rows}` | {raw_rows} | "
-                f"{raw_rate:,.0f} | {cap_rate:,.0f} | **{ratio:.2f}** | {os.cpu_count()} CPUs, "
-                f"MariaDB {db.get('version', '')} |\n")
-        bench_md = REPO / "docs" / "benchmarks.md"
-        text = bench_md.read_text() if bench_md.exists() else "# Benchmarks\n"
-        header = "## Capture throughput (bench/capture.py)"
-        if header not in text:
-            text += (f"\n{header}\n\nRows/s of `sluice capture --once` (decode, Dml, batch files with fsync) "
-                     "against raw `BinLogStreamReader` iteration reading every value, same binlog range, "
-                     "same run. Target: ratio >= 0.8.\n\n"
-                     "| date | command | rows | raw rows/s | capture rows/s | ratio | machine |\n"
-                     "|---|---|---|---|---|---|---|\n")
-        bench_md.write_text(text + line)
-        print(f"recorded in {bench_md}")
+    cap_rows = summary["rows"] - (1 if workload == "large" else 0)  # the CREATE TABLE is a record too
+    res = {"workload": workload, "rows": nat_rows, "native": nat_rows / nat_s, "raw": raw_rows / raw_s,
+           "capture": cap_rows / summary["elapsed_s"], "capture_wall": cap_wall, "load": load, "library": lib_rate}
+    print(f"[{workload}] mariadb-binlog: {nat_rows} rows in {nat_s:.2f}s = {res['native']:,.0f} rows/s")
+    print(f"[{workload}] raw BinLogStreamReader: {raw_rows} rows in {raw_s:.2f}s = {res['raw']:,.0f} rows/s "
+          f"({res['raw'] / res['native']:.2f}x)")
+    print(f"[{workload}] sluice capture --once: {cap_rows} rows in {summary['elapsed_s']:.2f}s = "
+          f"{res['capture']:,.0f} rows/s ({res['capture'] / res['native']:.2f}x; process wall {cap_wall:.2f}s)")
+    if lib_rate is not None:
+        print(f"[{workload}] sluice capture --once, pure-Python path: {lib_rate:,.0f} rows/s "
+              f"({lib_rate / res['native']:.2f}x)")
+    if not nat_rows == raw_rows == cap_rows:
+        print(f"[{workload}] warning: row counts differ (native {nat_rows}, raw {raw_rows}, capture {cap_rows})")
+    return res
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--workload", default="all", choices=("all", *WORKLOADS))
+    ap.add_argument("--rows", type=int, default=300_000, help="large: row changes to generate (default 300000)")
+    ap.add_argument("--seconds", type=int, default=20, help="OLTP/wide: sysbench run time (default 20)")
+    ap.add_argument("--threads", type=int, default=4, help="OLTP/wide: sysbench threads (default 4)")
+    ap.add_argument("--library", action="store_true", help="also capture on the pure-Python path (native off)")
+    ap.add_argument("--record", action="store_true", help="append the results to docs/benchmarks.md")
+    args = ap.parse_args()
+    db = services().get("mariadb") or sys.exit("start the source first: python3 scripts/services start mariadb")
+    cmd = command_line("bench/capture.py")
+    for workload in WORKLOADS if args.workload == "all" else (args.workload,):
+        r = one(db, workload, args)
+        if args.record:
+            record_row(REPO / "docs" / "benchmarks.md", SECTION, INTRO,
+                       f"| {dt.date.today()} | `{cmd}` | {workload} | {r['rows']} | {r['native']:,.0f} | "
+                       f"{r['raw']:,.0f} ({r['raw'] / r['native']:.2f}) | {r['capture']:,.0f}"
+                       + (f" (pure-Python path: {r['library']:,.0f})" if r["library"] else "")
+                       + f" | **{r['capture'] / r['native']:.2f}** | {r['load']:.2f} |")
 
 
 if __name__ == "__main__":

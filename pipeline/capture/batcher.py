@@ -17,7 +17,7 @@ from pipeline.config import BatchLimits
 from pipeline.logs import get_logger
 from pipeline.store import BatchStore
 
-from .dml import rows_records, statement_record
+from .dml import LineEncoder, rows_json
 from .position import Position
 from .reader import Begin, Commit, Item, Rows, Statement, Tick
 
@@ -28,22 +28,28 @@ EMPTY_BATCH_FACTOR = 10  # an empty (position-only) batch at most every maxSecon
 class Batcher:
     """Feed reader items in order; batches are appended to ``store`` as they fill up."""
 
-    def __init__(self, store: BatchStore, limits: BatchLimits, start: Position, clock: Any = time.monotonic):
+    def __init__(self, store: BatchStore, limits: BatchLimits, start: Position, clock: Any = time.monotonic,
+                 sink: Any = None):
+        """``sink(lines, rows=, ddl=, start=, end=, split=)`` stores a batch; by default
+        ``store.append_lines`` (synchronously; the runner passes an ``AsyncAppender``)."""
         self.store, self.limits, self.clock = store, limits, clock
+        self.sink = sink or store.append_lines
+        self.enc = LineEncoder()
         self.last_end = start
         self.next_id = start.next_id
-        self.batch: list[dict[str, Any]] = []
-        self.batch_rows = self.batch_bytes = 0
+        self.batch: list[bytes] = []
+        self.batch_ddl: list[int] = []
+        self.batch_rows = self.batch_bytes = self.batch_store_rows = 0
         self.batch_end: Position | None = None
         self.batch_since = self.last_append = clock()
-        self.tx: list[dict[str, Any]] = []
-        self.tx_rows = self.tx_bytes = 0
+        self.tx: list[bytes] = []
+        self.tx_ddl: list[int] = []
+        self.tx_rows = self.tx_bytes = self.tx_store_rows = 0
         self.tx_begin: Begin | None = None
         self.tx_event_no = 0
         self.tx_skip = start.skip_events  # rows events of the open transaction already stored
         # totals
         self.batches = self.rows = self.transactions = 0
-        self.last_meta = None
 
     # ---- feeding ---------------------------------------------------------------------
 
@@ -58,26 +64,33 @@ class Batcher:
             self.tx_event_no = 0
         elif cls is Statement:
             s: Statement = item  # type: ignore[assignment]
-            rec = statement_record(s.kind, s.database, s.table, s.is_ddl, s.sql, s.ts, _now_ms(),
-                                   self.tx_begin.gtid if self.tx_begin else None, s.logfile, s.logpos,
-                                   self.next_id)
+            line = self.enc.statement(s.kind, s.database, s.table, s.is_ddl, s.sql, s.ts, _now_ms(),
+                                      self.tx_begin.gtid if self.tx_begin else None, s.logfile, s.logpos,
+                                      self.next_id)
             self.next_id += 1
-            self.tx.append(rec)
+            if s.is_ddl:
+                self.tx_ddl.append(len(self.tx))
+                self.tx_store_rows += 1
+            self.tx.append(line)
             self.tx_rows += 1
-            self.tx_bytes += len(s.sql) + 300
+            self.tx_bytes += len(line)
         elif cls is Tick:
             self._on_idle()
 
     def _rows(self, r: Rows) -> None:
         codec = r.codec
-        n = len(r.rows)
-        rec = rows_records(r.kind, codec, r.rows, r.sql, r.ts, _now_ms(),
-                           self.tx_begin.gtid if self.tx_begin else None, r.logfile, r.logpos, self.next_id)
+        n = r.nrows
+        data, old = r.data_json, r.old_json
+        if data is None:
+            data, old = rows_json(r.kind, r.rows)
+        line = self.enc.rows(r.kind, codec, data, old, r.sql, r.ts, _now_ms(),
+                             self.tx_begin.gtid if self.tx_begin else None, r.logfile, r.logpos, self.next_id)
         self.next_id += 1
-        self.tx.append(rec)
+        self.tx.append(line)
         self.tx_event_no = r.event_no
         self.tx_rows += n
-        self.tx_bytes += r.size * 2 + n * codec.row_overhead + 400
+        self.tx_store_rows += n
+        self.tx_bytes += len(line)
         lim = self.limits
         if self.batch_rows + self.tx_rows >= lim.maxRows or self.batch_bytes + self.tx_bytes >= lim.maxBytes:
             if self.batch:
@@ -87,11 +100,13 @@ class Batcher:
 
     def _commit(self, c: Commit) -> None:
         if self.tx:
+            base = len(self.batch)
+            self.batch_ddl.extend(base + i for i in self.tx_ddl)
             self.batch.extend(self.tx)
             self.batch_rows += self.tx_rows
             self.batch_bytes += self.tx_bytes
-            self.tx = []
-            self.tx_rows = self.tx_bytes = 0
+            self.batch_store_rows += self.tx_store_rows
+            self._clear_tx()
         self.transactions += 1
         self.tx_begin = None
         self.tx_skip = 0
@@ -120,22 +135,30 @@ class Batcher:
 
     # ---- writing ---------------------------------------------------------------------
 
-    def _append(self, records: list[dict[str, Any]], rows: int, end: Position, split: bool) -> None:
-        self.last_meta = self.store.append(records, start=self.last_end.to_dict(), end=end.to_dict(), split=split)
+    def _clear_tx(self) -> None:
+        self.tx = []
+        self.tx_ddl = []
+        self.tx_rows = self.tx_bytes = self.tx_store_rows = 0
+
+    def _append(self, lines: list[bytes], rows: int, store_rows: int, ddl: list[int], end: Position,
+                split: bool) -> None:
+        self.sink(lines, rows=store_rows, ddl=tuple(ddl), start=self.last_end.to_dict(), end=end.to_dict(),
+                  split=split)
         self.last_end = end
         self.batches += 1
         self.rows += rows
         self.last_append = self.clock()
-        log.debug("batch stored", batch=self.last_meta.batch_id, records=len(records), rows=rows,
-                  split=split, end=end.text())
+        log.debug("batch handed to the store", records=len(lines), rows=rows, split=split, end=end.text())
 
     def _flush(self) -> None:
         """Append the complete transactions collected so far as one batch."""
         if self.batch_end is None:
             return
-        self._append(self.batch, self.batch_rows, self.batch_end, split=False)
+        self._append(self.batch, self.batch_rows, self.batch_store_rows, self.batch_ddl, self.batch_end,
+                     split=False)
         self.batch = []
-        self.batch_rows = self.batch_bytes = 0
+        self.batch_ddl = []
+        self.batch_rows = self.batch_bytes = self.batch_store_rows = 0
         self.batch_end = None
         self.batch_since = self.clock()
 
@@ -146,9 +169,8 @@ class Batcher:
             return
         end = Position(b.logfile, b.logpos, b.gtid_before, self.next_id, skip_events=self.tx_event_no,
                        split_gtid=b.gtid)
-        self._append(self.tx, self.tx_rows, end, split=True)
-        self.tx = []
-        self.tx_rows = self.tx_bytes = 0
+        self._append(self.tx, self.tx_rows, self.tx_store_rows, self.tx_ddl, end, split=True)
+        self._clear_tx()
         self.batch_since = self.clock()
 
 

@@ -7,6 +7,7 @@ batchId and seq.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -56,6 +57,16 @@ def classify_ddl(sql: str, default_db: str) -> tuple[str, str, str, bool]:
     return "QUERY", default_db, "", not bool(_NON_DDL.match(text))
 
 
+class _NoCodec:
+    database = table = ""
+    pk_names: tuple[str, ...] = ()
+    sql_type: dict[str, int] = {}
+    mysql_type: dict[str, str] = {}
+
+
+_NO_CODEC: Any = _NoCodec()
+
+
 def rows_records(kind: str, codec: TableCodec, rows: list[Any], sql: str, es: int, ts: int,
                  gtid: str | None, logfile: str, logpos: int, rec_id: int) -> dict[str, Any]:
     """One Dml for one rows event. UPDATE rows are (before, after) pairs."""
@@ -80,3 +91,56 @@ def statement_record(kind: str, database: str, table: str, is_ddl: bool, sql: st
     return {"id": rec_id, "database": database, "table": table, "pkNames": None, "isDdl": is_ddl,
             "type": kind, "es": es, "ts": ts, "sql": sql, "sqlType": None, "mysqlType": None,
             "data": None if is_ddl else [], "old": None, "gtid": gtid, "logfile": logfile, "logpos": logpos}
+
+
+# ---- encoded records: what the batcher hands to the store (BatchStore.append_lines) ----------
+
+def _j(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+
+
+def table_json(codec: TableCodec) -> tuple[bytes, bytes]:
+    """The encoded record parts that depend only on the table layout (cached on the codec):
+    ``"database":..,"table":..,"pkNames":[..]`` and ``"sqlType":{..},"mysqlType":{..}``."""
+    parts = codec.json_parts
+    if not parts:
+        parts.append(b'"database":%s,"table":%s,"pkNames":%s' % (_j(codec.database), _j(codec.table),
+                                                                  _j(list(codec.pk_names))))
+        parts.append(b'"sqlType":%s,"mysqlType":%s' % (_j(codec.sql_type), _j(codec.mysql_type)))
+    return parts[0], parts[1]
+
+
+def rows_json(kind: str, rows: list[Any]) -> tuple[bytes, bytes | None]:
+    """``data`` and ``old`` JSON of Python-decoded rows (UPDATE rows are (before, after) pairs)."""
+    rec = rows_records(kind, _NO_CODEC, rows, "", 0, 0, None, "", 0, 0)
+    return _j(rec["data"]), (_j(rec["old"]) if rec["old"] is not None else None)
+
+
+class LineEncoder:
+    """Dml records as JSON lines without their closing ``}`` (the store appends batchId and seq),
+    the same keys in the same order as ``rows_records``/``statement_record``."""
+
+    def __init__(self) -> None:
+        self._text: dict[str | None, bytes] = {}
+
+    def text(self, value: str | None) -> bytes:
+        """JSON of a repeated string (gtid, logfile, sql), cached for the last few values."""
+        hit = self._text.get(value)
+        if hit is None:
+            if len(self._text) > 64:
+                self._text.clear()
+            hit = self._text[value] = _j(value)
+        return hit
+
+    def rows(self, kind: str, codec: TableCodec, data: bytes, old: bytes | None, sql: str, es: int, ts: int,
+             gtid: str | None, logfile: str, logpos: int, rec_id: int) -> bytes:
+        head, types = table_json(codec)
+        return b'{"id":%d,%s,"isDdl":false,"type":"%s","es":%d,"ts":%d,"sql":%s,%s,"data":%s,"old":%s,' \
+               b'"gtid":%s,"logfile":%s,"logpos":%d' % (
+                   rec_id, head, kind.encode(), es, ts, self.text(sql), types, data,
+                   old if old is not None else b"null", self.text(gtid), self.text(logfile), logpos)
+
+    @staticmethod
+    def statement(kind: str, database: str, table: str, is_ddl: bool, sql: str, es: int, ts: int,
+                  gtid: str | None, logfile: str, logpos: int, rec_id: int) -> bytes:
+        return _j(statement_record(kind, database, table, is_ddl, sql, es, ts, gtid, logfile, logpos, rec_id))[:-1]

@@ -77,6 +77,8 @@ class GtidState:
         self.flavor = flavor
         self._domains: dict[str, str] = {}
         self._set: GtidSet | None = None
+        self._text: str | None = None
+        self._stale = True
         if flavor == "mariadb":
             for part in (initial or "").split(","):
                 part = part.strip()
@@ -87,6 +89,7 @@ class GtidState:
 
     def add(self, gtid: str) -> None:
         """Record that transaction ``gtid`` is complete."""
+        self._stale = True
         if self.flavor == "mariadb":
             self._domains[gtid.split("-", 1)[0]] = gtid
         elif self._set is not None:
@@ -95,6 +98,11 @@ class GtidState:
             self._set = GtidSet(gtid)
 
     def text(self) -> str | None:
-        if self.flavor == "mariadb":
-            return ",".join(self._domains[d] for d in sorted(self._domains, key=int)) or None
-        return str(self._set) if self._set is not None else None
+        """The state as text (cached until the next ``add``)."""
+        if self._stale:
+            if self.flavor == "mariadb":
+                self._text = ",".join(self._domains[d] for d in sorted(self._domains, key=int)) or None
+            else:
+                self._text = str(self._set) if self._set is not None else None
+            self._stale = False
+        return self._text

@@ -1,4 +1,4 @@
-"""The binlog reader: python-mysql-replication behind a small typed interface.
+"""The binlog reader: the native stream or python-mysql-replication behind typed items.
 
 ``BinlogReader`` yields, in binlog order: ``Begin`` (a transaction starts), ``Rows``
 (one rows event of an included table, values decoded), ``Statement`` (DDL or another
@@ -8,6 +8,9 @@ MySQL GTID set, or file/pos; skips the ``skipEvents`` rows events of a split
 transaction that are already stored; stops at ``stop_at`` (``--once``); and turns
 server refusals into PositionError/SourceError. It never reconnects silently: a lost
 connection is a TransientError, so the caller resumes from the last *stored* position.
+
+The native stream (``fastpath.py``) runs when the extension is built; else the library loop
+here. The item types are in ``items.py`` (imported here for the callers that know them so).
 """
 
 from __future__ import annotations
@@ -39,68 +42,16 @@ from pymysqlreplication.row_event import (
 )
 
 from pipeline.config import SourceConfig, TableFilter
-from pipeline.errors import PositionError, SourceError, TransientError
+from pipeline.errors import PositionError, TransientError
 
 from .dml import classify_ddl
+from .fastpath import native_items
+from .items import IGNORED_IN_TX, Begin, Commit, Item, Rows, Statement, Tick, map_error, refuse_event
+from .native import load
 from .position import GtidState, Position, binlog_key
 from .rowcodec import CodecCache, TableCodec
 
 _ROWS_KIND = {WriteRowsEvent: "INSERT", UpdateRowsEvent: "UPDATE", DeleteRowsEvent: "DELETE"}
-_COMPRESSED_TYPES = {40: "MySQL transaction payload (binlog_transaction_compression)",
-                     165: "MariaDB compressed query", 166: "MariaDB compressed rows", 167: "MariaDB compressed rows",
-                     168: "MariaDB compressed rows", 169: "MariaDB compressed rows",
-                     170: "MariaDB compressed rows", 171: "MariaDB compressed rows"}
-_IGNORED_IN_TX = ("SAVEPOINT", "RELEASE", "ROLLBACK TO", "XA ")
-
-
-@dataclass(slots=True)
-class Begin:
-    gtid: str | None
-    logfile: str
-    logpos: int
-    gtid_before: str | None
-    ts: int
-
-
-@dataclass(slots=True)
-class Rows:
-    kind: str
-    codec: TableCodec
-    rows: list[Any]
-    sql: str
-    logfile: str
-    logpos: int
-    ts: int
-    event_no: int        # 1-based rows-event number within the transaction (all tables)
-    size: int            # event body bytes (for the batch byte estimate)
-
-
-@dataclass(slots=True)
-class Statement:
-    kind: str
-    database: str
-    table: str
-    is_ddl: bool
-    sql: str
-    logfile: str
-    logpos: int
-    ts: int
-
-
-@dataclass(slots=True)
-class Commit:
-    logfile: str
-    logpos: int          # just after the commit event
-    gtid: str | None     # GTID state after the transaction
-    ts: int
-
-
-@dataclass(slots=True)
-class Tick:
-    ts: int | None
-
-
-Item = Begin | Rows | Statement | Commit | Tick
 
 
 @dataclass(frozen=True)
@@ -183,11 +134,15 @@ class BinlogReader:
         if stop is not None and not self.start.skip_events and \
                 binlog_key(self.start.logfile, self.start.logpos) >= binlog_key(stop.logfile, stop.logpos):
             return
+        native = load()
+        if native is not None:
+            yield from native_items(self, native, stop)
+            return
         self.stream = stream = self._open()
         try:
             yield from self._items(stream, stop)
         except pymysql.err.MySQLError as e:
-            raise _map_error(e, self.start) from None
+            raise map_error(e, self.start) from None
         finally:
             stream.close()
 
@@ -248,7 +203,7 @@ class BinlogReader:
                     continue
                 if explicit and not (head.startswith("COMMIT") or head == "ROLLBACK"):
                     schema = ev.schema.decode() if isinstance(ev.schema, bytes) else ev.schema
-                    if not head.startswith(_IGNORED_IN_TX) and self.included(schema, ""):
+                    if not head.startswith(IGNORED_IN_TX) and self.included(schema, ""):
                         yield Statement("QUERY", schema, "", False, q, logfile, start_pos, ts * 1000)
                     continue
                 if not (head.startswith("COMMIT") or head == "ROLLBACK"):  # DDL: a transaction of its own
@@ -280,37 +235,10 @@ class BinlogReader:
                     return
                 yield Tick(None)
             elif cls is NotImplementedEvent or cls is PartialUpdateRowsEvent or cls is XAPrepareEvent:
-                _refuse_event(ev.event_type, logfile, start_pos)
+                refuse_event(ev.event_type, logfile, start_pos)
 
     def _commit(self, gtid: str | None, logfile: str, next_pos: int, ts: int) -> Iterator[Item]:
         if gtid:
             self.gtids.add(gtid)
         self.logfile, self.logpos = logfile, next_pos
         yield Commit(logfile, next_pos, self.gtids.text(), ts * 1000)
-
-
-def _refuse_event(event_type: int, logfile: str, pos: int) -> None:
-    """Stop on events that would carry rows we cannot read; ignore other unknown events."""
-    what = _COMPRESSED_TYPES.get(event_type) or {
-        38: "XA PREPARE (XA transactions are not supported)",
-        39: "MySQL partial JSON update (binlog_row_value_options=PARTIAL_JSON)"}.get(event_type)
-    if what is not None:
-        raise SourceError(f"{logfile}:{pos}: the binlog holds a {what} event, which capture cannot read",
-                          hint="turn the setting off on the source and take a new snapshot")
-
-
-def _map_error(e: pymysql.err.MySQLError, start: Position) -> Exception:
-    code = e.args[0] if e.args else None
-    msg = str(e.args[-1]) if e.args else str(e)
-    if code == 1236:
-        return PositionError(
-            f"the source cannot serve the stored start position {start.text()}: {msg}",
-            hint="the binlog there was purged or never existed; take a new snapshot (re-bootstrap the "
-            "targets) and set a new start position; capture never jumps to 'now' by itself")
-    if code in (1045, 1227, 1044):
-        return SourceError(f"the source refused the binlog connection: {msg}",
-                           hint="the capture user needs REPLICATION SLAVE, REPLICATION CLIENT and SELECT")
-    if code in (2003, 2006, 2013):
-        return TransientError(f"the binlog connection to the source failed: {msg}",
-                              hint="capture resumes from the last stored position")
-    return SourceError(f"binlog stream error {code}: {msg}")

@@ -32,6 +32,7 @@ class TableCodec:
     mysql_type: dict[str, str] = field(hash=False)
     sql_type: dict[str, int] = field(hash=False)
     row_overhead: int = 0  # JSON bytes of one row besides its values (for batch size estimates)
+    json_parts: list[bytes] = field(default_factory=list, hash=False, compare=False, repr=False)
     _plans: dict[bytes, tuple[int, tuple[tuple[str, Decoder], ...]]] = field(
         default_factory=dict, hash=False, compare=False, repr=False)
 

@@ -24,6 +24,7 @@ from .position import Position
 from .reader import BinlogReader, ReaderOptions
 from .rowcodec import CodecCache
 from .server_check import connect, current_position, gtid_at, inspect_server, validate_start
+from .writer import AsyncAppender
 
 log = get_logger("capture")
 PROGRESS_SECONDS = 5.0
@@ -97,38 +98,46 @@ def run_capture(cfg: Config, *, follow: bool = False, max_batches: int | None = 
         totals = [0, 0, 0]
         stopped = "end of binlog"
         reconnects = 0
-        while True:
-            opts = ReaderOptions(follow=follow, stop_at=stop_at, resume_by=src.resumeBy, filter=src.filter)
-            reader = BinlogReader(src, info.flavor, start, opts, codecs)
-            batcher = Batcher(store, cfg.store.batch, start)
-            progress = _Progress(progress_every)
-            try:
+        appender = AsyncAppender(store)
+        try:
+            while True:
+                opts = ReaderOptions(follow=follow, stop_at=stop_at, resume_by=src.resumeBy, filter=src.filter)
+                reader = BinlogReader(src, info.flavor, start, opts, codecs)
+                batcher = Batcher(store, cfg.store.batch, start, sink=appender.append)
+                progress = _Progress(progress_every)
                 try:
-                    for item in reader:
-                        batcher.feed(item)
-                        if max_batches is not None and totals[0] + batcher.batches >= max_batches:
-                            stopped = f"--max-batches {max_batches}"
-                            break
-                        progress.maybe(batcher, reader)
-                    else:
-                        batcher.finish()
-                except KeyboardInterrupt:
-                    stopped = "interrupted"
-            except TransientError as e:
-                if not follow or reconnects >= MAX_RECONNECTS:
-                    raise
-                reconnects += 1
-                log.warning("binlog connection lost; resuming from the last stored position",
-                            error=e.message, attempt=reconnects)
-                time.sleep(min(30.0, 0.5 * 2 ** min(reconnects, 6)))
-                start = Position.from_dict(store.last_position() or first.to_dict())
-                continue
-            finally:
-                totals[0] += batcher.batches
-                totals[1] += batcher.rows
-                totals[2] += batcher.transactions
-            start = batcher.last_end
-            break
+                    try:
+                        for item in reader:
+                            batcher.feed(item)
+                            if max_batches is not None and totals[0] + batcher.batches >= max_batches:
+                                stopped = f"--max-batches {max_batches}"
+                                break
+                            progress.maybe(batcher, reader)
+                        else:
+                            batcher.finish()
+                    except KeyboardInterrupt:
+                        stopped = "interrupted"
+                    appender.drain()
+                except TransientError as e:
+                    if batcher.batches:  # this connection made progress: a new fault, not the same one
+                        reconnects = 0
+                    if not follow or reconnects >= MAX_RECONNECTS:
+                        raise
+                    reconnects += 1
+                    log.warning("binlog connection lost; resuming from the last stored position",
+                                error=e.message, attempt=reconnects)
+                    appender.drain()  # what was handed to the writer is stored before we look
+                    time.sleep(min(30.0, 0.25 * 2 ** min(reconnects, 7)))
+                    start = Position.from_dict(store.last_position() or first.to_dict())
+                    continue
+                finally:
+                    totals[0] += batcher.batches
+                    totals[1] += batcher.rows
+                    totals[2] += batcher.transactions
+                start = batcher.last_end
+                break
+        finally:
+            appender.close()
     elapsed = time.monotonic() - t0
     summary = CaptureSummary(batches=totals[0], rows=totals[1], transactions=totals[2],
                              elapsed_s=round(elapsed, 3), rows_per_s=round(totals[1] / elapsed, 1) if elapsed else 0.0,

@@ -27,7 +27,7 @@ from .cursors import CursorFiles
 from .fsutil import not_writable, now_iso, publish, write_atomic, write_temp
 from .locks import HeldLock, acquire
 from .meta import DATA_RE, META_RE, BatchMeta, data_name, meta_name, validate_group, validate_position
-from .verify import check_batch, encode_records
+from .verify import check_batch, encode_lines, encode_records
 
 log = logging.getLogger("sluice.store")
 STORE_FILE = "store.json"
@@ -150,19 +150,31 @@ class BatchStore:
                split: bool = False) -> BatchMeta:
         """Durably commit ``records`` as the next batch; return its metadata."""
         self._require_capture("append")
+        recs = list(records)
+        try:
+            data, rows, ddl = encode_records(recs, self._next_id)
+        except ValueError as e:
+            raise StoreError(f"cannot append batch {self._next_id}: {e}") from None
+        return self._commit(data, len(recs), rows, ddl, start, end, split)
+
+    def append_lines(self, lines: list[bytes], *, rows: int, ddl: tuple[int, ...], start: dict[str, Any],
+                     end: dict[str, Any], split: bool = False) -> BatchMeta:
+        """Like ``append``, for records capture encoded itself: each line is one Dml object's JSON
+        without its closing ``}`` (the store adds ``batchId`` and ``seq``); ``rows`` and ``ddl`` (the
+        seqs of DDL records) are what ``append`` would count."""
+        self._require_capture("append")
+        return self._commit(encode_lines(lines, self._next_id), len(lines), rows, ddl, start, end, split)
+
+    def _commit(self, data: bytes, records: int, rows: int, ddl: tuple[int, ...], start: dict[str, Any],
+                end: dict[str, Any], split: bool) -> BatchMeta:
         validate_position("start", start)
         validate_position("end", end)
         batch_id = self._next_id
-        recs = list(records)
-        try:
-            data, rows, ddl = encode_records(recs, batch_id)
-        except ValueError as e:
-            raise StoreError(f"cannot append batch {batch_id}: {e}") from None
         data_path = self.batch_dir / data_name(batch_id)
         meta = BatchMeta(batch_id=batch_id, file=data_path.name, sha256=hashlib.sha256(data).hexdigest(),
-                         size=len(data), records=len(recs), rows=rows, start=dict(start),
+                         size=len(data), records=records, rows=rows, start=dict(start),
                          end=dict(end), split=bool(split), created_at=now_iso(), path=str(data_path),
-                         ddl=ddl)
+                         ddl=tuple(ddl))
         publish(write_temp(data_path, data), data_path, overwrite=False)
         try:
             write_atomic(self.batch_dir / meta_name(batch_id), meta.dumps(), overwrite=False)

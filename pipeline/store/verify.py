@@ -46,6 +46,13 @@ def encode_records(records: list[dict[str, Any]], batch_id: int) -> tuple[bytes,
     return b"".join(out), rows, tuple(ddl)
 
 
+def encode_lines(lines: list[bytes], batch_id: int) -> bytes:
+    """JSON Lines bytes from pre-encoded records (each an object's JSON without its closing
+    brace), with batchId and seq added as ``encode_records`` adds them."""
+    tail = b',"batchId":%d,"seq":%%d}\n' % batch_id
+    return b"".join([line + tail % seq for seq, line in enumerate(lines)])
+
+
 def decode_records(raw: bytes, batch_id: int) -> tuple[list[dict[str, Any]], str | None]:
     """Parse JSON Lines; return the records and a description of the first problem, if any."""
     lines = raw.split(b"\n")

@@ -122,6 +122,17 @@ class MariaDB(Service):
         info["version"] = self._client(info, "SELECT VERSION()")
         return info
 
+    def restart(self, ctx: Ctx, info: dict) -> dict:
+        """Stop the server (SIGTERM: a clean shutdown) and start it again on the same port and
+        datadir; the source starts a new binlog file, as any restarted server does. Returns the
+        updated info (new pid)."""
+        home = ctx.home(self.name)
+        stop_pid(info.get("pid"))
+        pid = self._launch(home, self._cnf(home, int(info["port"]), with_tz=True))
+        wait_until(f"{self.name} (mariadbd :{info['port']})", lambda: self._client(info, "SELECT 1") == "1",
+                   timeout=120, logfile=home / "error.log", pid=pid)
+        return {**info, "pid": pid}
+
     def check(self, ctx: Ctx, info: dict) -> str:
         out = self._client(info, "SELECT VERSION(), @@global.time_zone, @@log_bin, @@binlog_format")
         if not out:
