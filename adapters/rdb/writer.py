@@ -5,12 +5,9 @@ shape; for UPDATE also the same changed columns) and applies each run with multi
 statements (:mod:`adapters.rdb.ops`). Per-key order holds because runs are applied in
 order and an UPDATE statement never holds the same key twice.
 
-A chunk with changes of an ordered group (:mod:`adapters.rdb.keys`) runs inside a savepoint:
-set-based first; when a unique or foreign key refuses a statement (a value moving between rows
-within the chunk), the savepoint is rolled back and the chunk is applied change by change in
-source order, which reproduces the source's own states. Their key changes are real UPDATEs
-(the target's ``ON UPDATE CASCADE`` acts), and the chunk records its position per ordered table
-(:mod:`adapters.rdb.progress`) so that a replay skips what the target already holds.
+Which changes of a chunk run in which order -- ordered groups in a savepoint with positions,
+the rest regrouped into waves of whole runs -- is :mod:`adapters.rdb.sequence`'s. Key changes of
+ordered groups are real UPDATEs (the target's ``ON UPDATE CASCADE`` acts).
 """
 
 from __future__ import annotations
@@ -22,7 +19,7 @@ from typing import Any
 from sqlalchemy.engine import Connection, CursorResult
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
-from adapters.base import ApplyStats, Change, DdlChange, Writer
+from adapters.base import Change, DdlChange, Writer
 from adapters.rdb import ddl as ddl_mod
 from adapters.rdb import ops
 from adapters.rdb.check import check_cascades, check_mapping
@@ -34,6 +31,7 @@ from adapters.rdb.errors import classify, connect_error, format_key, is_transien
 from adapters.rdb.plan import Plan, build_plan
 from adapters.rdb.progress import Progress
 from adapters.rdb.schema import TableInfo, reset_caches, table_info
+from adapters.rdb.sequence import Sequencer
 from adapters.rdb.statements import Sql
 from pipeline.errors import SluiceError, TargetError
 from pipeline.logs import get_logger
@@ -52,7 +50,7 @@ class RdbWriter(Writer):
         self.sql: Sql | None = None
         self._routes: dict[tuple, tuple[Any, RdbTable]] = {}
         self.progress: Progress | None = None  # positions of ordered tables (set by ``track``)
-        self._ddl_marks: dict[str, tuple | None] = {}  # source database -> newest replayed DDL (mirrors)
+        self.sequence = Sequencer(self)
 
     def track(self, scope: str, generation: int = 0, recaptures: tuple[tuple[int, int], ...] = ()) -> None:
         """Record and honour the positions of ordered tables under ``scope`` (store id + group)."""
@@ -175,91 +173,17 @@ class RdbWriter(Writer):
     def apply(self, mapping: Any, changes: list[Change]) -> None:
         if self.conn is None:
             self.open()
-        changes = self._after_ddl(mapping, changes)
-        if not any(c.ordered for c in changes):
-            return self._apply_runs(mapping, changes)
-        changes = self._unapplied(mapping, changes)
-        if not changes:
-            return
-        before, missed = ApplyStats().add(self.stats), Counter(self.missed)
-        savepoint = self.conn.begin_nested()
-        try:
-            self._apply_runs(mapping, changes)
-            savepoint.commit()
-        except TargetError as e:
-            if not getattr(e, "conflict", False) or len(changes) == 1:
-                raise
-            savepoint.rollback()
-            self.stats, self.missed = before, missed
-            log.debug("ordered chunk applied change by change", rows=len(changes), cause=str(e)[:200])
-            for c in changes:  # source order reproduces the source's states: no conflict unless diverged
-                self._apply_runs(mapping, [c])
-        self._advance(mapping, changes)
+        self.sequence.apply(mapping, changes)
 
-    def _after_ddl(self, mapping: Any, changes: list[Change]) -> list[Change]:
-        """Without the changes older than a DDL statement the target already replayed (mirrors
-        into MySQL/MariaDB): DML before a DDL barrier was committed before the DDL ran, so such a
-        change is history being replayed (a cursor reset), and applying it to the newer schema
-        could even write a value into a column that DDL has since re-made."""
-        if not changes or self.dialect.family != "mysql" or self.progress is None:
-            return changes
-        first = changes[0]
-        route = self.route(mapping, first.database, first.table)
-        if not route.mirror_ddl:
-            return changes
-        marks = self._ddl_marks
-        out = []
-        for c in changes:
-            if c.database not in marks:
-                marks[c.database] = ddl_mod.last_applied(self, self.route(mapping, c.database, c.table), c.database,
-                                                         scoped=True)
-            mark = marks[c.database]
-            if mark is not None and tuple(c.seq) < mark:
-                self.stats.skipped[f"{c.database}.{c.table}"] += 1
-                continue
-            out.append(c)
-        return out
-
-    def _ordered_info(self, mapping: Any, c: Change) -> TableInfo | None:
+    def ordered_info(self, mapping: Any, c: Change) -> TableInfo | None:
+        """The target table of a change, or None when it is missing (applying says so)."""
         try:
             return self.info(self.route(mapping, c.database, c.table))
         except TargetError:
-            return None  # a missing table: applying says so (or skips replayed history)
+            return None
 
-    def _unapplied(self, mapping: Any, changes: list[Change]) -> list[Change]:
-        """Without the ordered changes the target already holds (a replay after a crash or a
-        cursor reset: their tables' recorded positions are at or after them)."""
-        if self.progress is None:
-            return changes
-        out, pos = [], {}
-        for c in changes:
-            if c.ordered:
-                key = (c.database, c.table)
-                if key not in pos:
-                    info = self._ordered_info(mapping, c)
-                    pos[key] = self.progress.position(info) if info is not None else None
-                if pos[key] is not None and tuple(c.seq) <= pos[key]:
-                    self.stats.skipped[f"{c.database}.{c.table}"] += 1
-                    continue
-            out.append(c)
-        return out
-
-    def _advance(self, mapping: Any, changes: list[Change]) -> None:
-        """Record the last applied change of each ordered table (in the open transaction)."""
-        if self.progress is None:
-            return
-        last: dict[tuple[str, str], Change] = {}
-        for c in changes:
-            if c.ordered:
-                last[(c.database, c.table)] = c
-        for c in last.values():
-            info = self._ordered_info(mapping, c)
-            if info is not None:
-                self.progress.advance(info, c.seq)
-        try:
-            self.progress.write()
-        except DBAPIError as e:
-            raise classify(e, self.target, table="_sluice_progress", action="record the position in") from None
+    def apply_runs(self, mapping: Any, changes: list[Change]) -> None:
+        self._apply_runs(mapping, changes)
 
     def _apply_runs(self, mapping: Any, changes: list[Change]) -> None:
         i, n = 0, len(changes)
