@@ -120,8 +120,8 @@ def test_capture_resumes_exactly_across_source_trouble(mariadb, tmp_path, fault,
             assert len(sf.binlog_files(mariadb)) - files_before >= 10
         if mode == "follow" and fault != "rotate":
             assert "binlog connection lost" in log, log[-3000:]
-        if mode == "once" and fault != "rotate":
-            assert len(runs) >= 3, runs
+        if mode == "once" and fault != "rotate":  # the fault fell between or into runs (two at least,
+            assert len(runs) >= 2, runs            # more on a quiet machine), and the next run resumed
         # the store equals one uninterrupted capture, which itself replays to the source's tables
         assert len(got) == len(want) and len(want) > 500
         assert sf.comparable(got) == sf.comparable(want)
