@@ -1,6 +1,7 @@
-"""The Elasticsearch :class:`~adapters.base.Writer`.
+"""The search-index :class:`~adapters.base.Writer`, for Elasticsearch and OpenSearch alike.
 
-Elasticsearch has no transactions: ``apply`` writes the chunk (bulk requests, re-queries)
+The target's client (elasticsearch-py or opensearch-py, adapters/es/api.py) is the only
+difference between the two. A search server has no transactions: ``apply`` writes the chunk (bulk requests, re-queries)
 and raises TransientError/TargetError when something did not land; ``commit`` has nothing
 left to do and ``rollback`` cannot undo. That is safe because every action is idempotent
 (``index``/``delete`` by ``_id``, partial ``update`` with the row's values, re-queried
@@ -16,26 +17,31 @@ from adapters.es import bulk, requery
 from adapters.es.chunk import ChunkApplier
 from adapters.es.config import EsTarget
 from adapters.es.documents import doc_plan
-from adapters.es.errors import from_exception
 from pipeline.errors import ConfigError, SluiceError, TargetError
 
 
 class EsWriter(Writer):
-    """Applies esMapping changes to one Elasticsearch cluster."""
+    """Applies esMapping changes to one Elasticsearch or OpenSearch cluster."""
 
     target: EsTarget
 
     def check(self) -> None:
-        """Cluster reachable (``cluster.health``: this server has no ``GET /``), cluster name
-        as configured, every mapping usable, join fields present, and the SQL runs on the source."""
-        es = bulk.client(self.target)
+        """Cluster reachable (``cluster.health``: ES's integ-test build has no ``GET /``), the
+        server the product configured, cluster name as configured, every mapping usable, join
+        fields present, and the SQL runs on the source."""
+        api = bulk.client(self.target)
+        product = self.target.product_name
         try:
-            health = es.cluster.health()
-        except Exception as e:  # noqa: BLE001 - classified in errors.py
-            raise from_exception(e, "checking the cluster", self.target.label) from None
+            health = api.health()
+            server = api.server()
+        except Exception as e:  # noqa: BLE001 - classified by the client's errors.py
+            raise api.error(e, "checking the cluster") from None
+        if server is not None and server[0] != self.target.product:
+            raise TargetError(f"the server at {self.target.label} is {server[0]} {server[1]}, not {product}",
+                              hint="use name: opensearch for OpenSearch and name: es8 (es7) for Elasticsearch")
         name = health.get("cluster_name")
         if self.target.cluster_name and name != self.target.cluster_name:
-            raise TargetError(f"Elasticsearch at {self.target.label} is cluster {name!r}, but the config says "
+            raise TargetError(f"{product} at {self.target.label} is cluster {name!r}, but the config says "
                               f"cluster.name {self.target.cluster_name!r}",
                               hint="fix hosts or properties.cluster.name")
         for m in self.mappings:
