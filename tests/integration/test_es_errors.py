@@ -11,6 +11,7 @@ and ``relations`` documents (join field + routing) as built; OpenSearch stores t
 from __future__ import annotations
 
 import socket
+import uuid
 from dataclasses import replace
 
 import elastic_transport
@@ -105,6 +106,32 @@ def test_unreachable_cluster_is_transient_and_hides_the_password(name):
         w.apply(m, [Change("INSERT", "db", "t", {"id": "1", "a": "x"}, mysql_type={"id": "int", "a": "text"})])
     assert "s3cr3t" not in str(e.value) and "could not connect" in str(e.value)
     assert target.product_name in str(e.value)
+
+
+def test_a_real_429_is_transient_then_lands(search):
+    """The server's in-flight request breaker lowered below a bulk request's size: every bulk gets
+    HTTP 429 ``circuit_breaking_exception``, which each client raises its own way and the adapter
+    classifies as transient; with the breaker restored the same chunk lands."""
+    index = f"sluice-429-{uuid.uuid4().hex[:8]}"
+    m = parse_mapping_text(f"esMapping:\n  _index: {index}\n  _id: id\n  sql: select t.id, t.a from t t\n", "m.yml")
+    changes = [Change("INSERT", "db", "t", {"id": str(i), "a": "x" * 200}, mysql_type={"id": "int", "a": "text"})
+               for i in range(40)]
+    w = make_writer(search.target(item_retries=0), (m,))
+    setting = "network.breaker.inflight_requests.limit"
+    search.create_index(index)
+    try:
+        search.cluster_setting(setting, "2kb")
+        try:
+            with pytest.raises(TransientError) as e:
+                w.apply(m, changes)
+        finally:
+            search.cluster_setting(setting, None)
+        assert "429" in str(e.value) and "circuit_breaking_exception" in str(e.value)
+        assert ("OpenSearch" if search.is_os else "Elasticsearch") in str(e.value)
+        w.apply(m, changes)                                   # the retry of the chunk lands
+        assert len(search.docs(index)) == 40
+    finally:
+        search.delete_index(index)
 
 
 def test_each_client_refuses_the_other_product(search):

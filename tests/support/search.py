@@ -80,6 +80,13 @@ class SearchServer:
         else:
             self.client.indices.delete(index=index, ignore_unavailable=True)
 
+    def cluster_setting(self, name: str, value: Any) -> None:
+        """Set (None: reset) a persistent cluster setting."""
+        if self.is_os:
+            self.client.cluster.put_settings(body={"persistent": {name: value}})
+        else:
+            self.client.cluster.put_settings(persistent={name: value})
+
     def put_settings(self, index: str, settings: dict) -> None:
         if self.is_os:
             self.client.indices.put_settings(index=index, body=settings)
