@@ -3,9 +3,11 @@
 An adapter is one subpackage (``adapters/<name>/``) with the same small file set:
 ``config.py`` (frozen, picklable target settings), ``writer.py`` (the :class:`Writer`),
 ``errors.py`` (the one place where driver exceptions become Sluice's transient/terminal
-errors) and ``values.py`` (Dml strings -> target values). Writers are created on the
-executor from plain config (never shipped open), in the same split as PySpark's
-``DataSourceWriter``: ``write`` on executors, commit/abort on the driver.
+errors) and ``values.py`` (Dml strings -> target values). ``adapters/opensearch`` is the one
+exception by design: it is the es adapter with another client (config, client, errors only;
+adapters/es/api.py). Writers are created on the executor from plain config (never shipped
+open), in the same split as PySpark's ``DataSourceWriter``: ``write`` on executors,
+commit/abort on the driver.
 
 Life cycle on an executor, per partition::
 

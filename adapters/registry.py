@@ -1,8 +1,10 @@
 """Adapter kinds by name: target configs from a group's ``outerAdapters`` and writers.
 
 The one place that knows which subpackage serves which canal adapter name
-(``rdb``; ``es``/``es7``/``es8``; ``hbase``), imported lazily so an executor loads only
-what its partition uses.
+(``rdb``; ``es``/``es7``/``es8``; ``opensearch``; ``hbase``), imported lazily so an executor
+loads only what its partition uses. ``opensearch`` serves esMappings (kind ``es``): its
+subpackage parses the entry into a target whose client is opensearch-py, and the es writer
+applies the changes (adapters/es/api.py: one adapter, two clients).
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ from typing import Any
 
 from pipeline.errors import ConfigError
 
-KINDS = {"rdb": "rdb", "es": "es", "es7": "es", "es8": "es", "hbase": "hbase"}
+KINDS = {"rdb": "rdb", "es": "es", "es7": "es", "es8": "es", "opensearch": "es", "hbase": "hbase"}
+#: adapter names whose entries are parsed by a subpackage other than their kind's
+CONFIG_MODULES = {"opensearch": "opensearch"}
 _epoch = {"value": -1}
 
 
@@ -34,8 +38,9 @@ def target_from_adapter(adapter: Any, file: str, key: str, cfg: Any = None) -> A
     it (the ES adapter needs ``srcDataSources``/``source`` to re-query join SQL)."""
     kind = KINDS.get(adapter.name)
     if kind is None:
-        raise ConfigError(file, f"{key}.name", f"adapter {adapter.name!r} cannot write (known: rdb, es, hbase)")
-    mod = _module(kind)
+        raise ConfigError(file, f"{key}.name",
+                          f"adapter {adapter.name!r} cannot write (known: rdb, es, opensearch, hbase)")
+    mod = _module(CONFIG_MODULES.get(adapter.name, kind))
     if not hasattr(mod, "target_from_adapter"):
         raise ConfigError(file, f"{key}.name", f"the {kind} adapter is not available in this version")
     if cfg is not None and "cfg" in inspect.signature(mod.target_from_adapter).parameters:

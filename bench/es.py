@@ -1,9 +1,10 @@
-"""Benchmark: a single-table esMapping through the job and through the ES Writer vs raw ``helpers.bulk``.
+"""Benchmark: a single-table esMapping through the job and through the writer vs raw ``helpers.bulk``,
+on Elasticsearch (elasticsearch-py) or, with ``--server opensearch``, on OpenSearch (opensearch-py).
 
 All three write the same N documents to fresh indices of one definition (1 shard, 0 replicas,
 refresh off, explicit mapping) in the same run, in chunks of commitBatch (3000):
 
-* raw: ``helpers.bulk`` of ready-made dicts, prepared before the clock starts;
+* raw: the server's own client's ``helpers.bulk`` of ready-made dicts, prepared before the clock starts;
 * writer: ``EsWriter.apply`` + ``commit`` from the capture's Dml strings (Change records);
 * job: the same rows as single-row INSERT Dml lines in a batch store (20000 lines per batch),
   applied by ``run_sync`` on ``local[P]`` Spark with ``--partitions P``: pre-flight checks,
@@ -14,10 +15,10 @@ refresh off, explicit mapping) in the same run, in chunks of commitBatch (3000):
 Each side runs ``--rounds`` times alternately; the best time of each counts. The job's index is
 checked after every round: document count and a sample of documents equal to the raw ones.
 
-    .venv/bin/python bench/es.py --docs 100000 [--partitions 1] [--rounds 2] [--record]
+    .venv/bin/python bench/es.py --docs 100000 [--partitions 1] [--rounds 2] [--server opensearch] [--record]
 
-Uses the running ``mariadb`` (holds the mapped source table) and ``elasticsearch`` services of
-``$SLUICE_SERVICES_DIR`` (``scripts/services start mariadb elasticsearch``).
+Uses the running ``mariadb`` (holds the mapped source table) and ``elasticsearch`` (or ``opensearch``)
+services of ``$SLUICE_SERVICES_DIR`` (``scripts/services start mariadb elasticsearch opensearch``).
 """
 
 from __future__ import annotations
@@ -36,8 +37,6 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from elasticsearch import Elasticsearch, helpers  # noqa: E402
-
 from adapters.base import Change  # noqa: E402
 from adapters.es import EsTarget, make_writer, reset_caches  # noqa: E402
 from bench import common  # noqa: E402
@@ -52,10 +51,51 @@ PROPS = {"name": {"type": "text"}, "email": {"type": "keyword"}, "score": {"type
          "balance": {"type": "double"}, "active": {"type": "boolean"}, "c_time": {"type": "date"}}
 SQL = f"select t.id, t.name, t.email, t.score, t.balance, t.active, t.c_time from {TABLE} t"
 BATCH = 3000
-SECTION = "### Through the job (bench/es.py)"
+SECTIONS = {"elasticsearch": "### Through the job (bench/es.py)",
+            "opensearch": "### OpenSearch through the job (bench/es.py --server opensearch)"}
 INTRO = """\
 | date | command | docs | partitions | raw docs/s | writer docs/s | writer ratio | job docs/s | job ratio |
 |---|---|---|---|---|---|---|---|---|"""
+ADAPTER_NAMES = {"elasticsearch": "es8", "opensearch": "opensearch"}
+
+
+class Server:
+    """The calls the bench makes, with each product's own client (raw bulk included)."""
+
+    def __init__(self, product: str, url: str):
+        self.product, self.url = product, url
+        if product == "opensearch":
+            from opensearchpy import OpenSearch, helpers
+
+            self.client, self.helpers = OpenSearch(url, timeout=120), helpers
+        else:
+            from elasticsearch import Elasticsearch, helpers
+
+            self.client, self.helpers = Elasticsearch(url, request_timeout=120), helpers
+
+    def create(self, name: str, settings: dict, mappings: dict) -> None:
+        if self.product == "opensearch":
+            self.client.indices.create(index=name, body={"settings": settings, "mappings": mappings})
+        else:
+            self.client.indices.create(index=name, settings=settings, mappings=mappings)
+
+    def delete(self, name: str) -> None:
+        if self.product == "opensearch":
+            self.client.indices.delete(index=name, params={"ignore_unavailable": "true"})
+        else:
+            self.client.indices.delete(index=name, ignore_unavailable=True)
+
+    def bulk(self, actions) -> tuple[int, list]:
+        return self.helpers.bulk(self.client, actions, chunk_size=BATCH, max_chunk_bytes=8 << 20)
+
+    def count(self, index: str) -> int:
+        self.client.indices.refresh(index=index)
+        return int(self.client.count(index=index)["count"])
+
+    def mget(self, index: str, ids: list[str]) -> list[dict]:
+        if self.product == "opensearch":
+            return self.client.mget(index=index, body={"ids": ids})["docs"]
+        return self.client.mget(index=index, ids=ids)["docs"]
 
 
 def rows(n: int) -> list[dict[str, str]]:
@@ -72,35 +112,35 @@ def raw_doc(r: dict[str, str]) -> dict:
             "active": r["active"] != "0", "c_time": r["c_time"].replace(" ", "T")}
 
 
-def fresh_index(es: Elasticsearch, name: str | None = None) -> str:
+def fresh_index(es: Server, name: str | None = None) -> str:
     """Create (or recreate) an empty index of the bench's definition."""
     name = name or f"sluice-bench-{uuid.uuid4().hex[:8]}"
-    es.indices.delete(index=name, ignore_unavailable=True)
-    es.indices.create(index=name, settings={"number_of_shards": 1, "number_of_replicas": 0, "refresh_interval": "-1"},
-                      mappings={"dynamic": "strict", "properties": PROPS})
+    es.delete(name)
+    es.create(name, {"number_of_shards": 1, "number_of_replicas": 0, "refresh_interval": "-1"},
+              {"dynamic": "strict", "properties": PROPS})
     return name
 
 
-def run_raw(es: Elasticsearch, data: list[dict]) -> tuple[float, str]:
+def run_raw(es: Server, data: list[dict]) -> tuple[float, str]:
     """Seconds of ``helpers.bulk`` of the prepared documents into a fresh index."""
     index = fresh_index(es)
     docs = [raw_doc(r) for r in data]  # prepared before the clock starts: raw gets ready JSON
     t0 = time.perf_counter()
     actions = ({"_index": index, "_id": r["id"], "_source": d} for r, d in zip(data, docs, strict=True))
-    ok, errors = helpers.bulk(es, actions, chunk_size=BATCH, max_chunk_bytes=8 << 20)
+    ok, errors = es.bulk(actions)
     secs = time.perf_counter() - t0
     assert ok == len(data) and not errors
     return secs, index
 
 
-def run_writer(es: Elasticsearch, url: str, data: list[dict]) -> tuple[float, str]:
+def run_writer(es: Server, url: str, data: list[dict]) -> tuple[float, str]:
     """Seconds of ``EsWriter.apply`` + ``commit`` per chunk into a fresh index."""
     index = fresh_index(es)
     reset_caches()
     m = parse_mapping_text(f"esMapping:\n  _index: {index}\n  _id: id\n  sql: \"{SQL}\"\n  commitBatch: {BATCH}\n",
                            "bench_user.yml")
     changes = [Change("INSERT", DB, TABLE, r, None, ("id",), TYPES) for r in data]
-    w = make_writer(EsTarget((url,)), (m,))
+    w = make_writer(EsTarget((url,), product=es.product), (m,))
     w.open()
     t0 = time.perf_counter()
     for i in range(0, len(changes), BATCH):
@@ -111,21 +151,21 @@ def run_writer(es: Elasticsearch, url: str, data: list[dict]) -> tuple[float, st
     return secs, index
 
 
-def deployment(tmp: Path, src: dict, url: str, index: str, partitions: int) -> Path:
-    """A config whose group maps ``bench_es.bench_user`` (row mode) into ``index`` through an es8 adapter."""
+def deployment(tmp: Path, src: dict, url: str, index: str, partitions: int, product: str) -> Path:
+    """A config whose group maps ``bench_es.bench_user`` (row mode) into ``index`` through an es8
+    (or opensearch) adapter."""
     mapping = {"dataSourceKey": "defaultDS", "destination": "bench", "groupId": common.GROUP,
                "esMapping": {"_index": index, "_id": "id", "sql": SQL, "commitBatch": BATCH}}
-    adapter = {"name": "es8", "hosts": url.removeprefix("http://"), "properties": {"mode": "rest"}}
+    adapter = {"name": ADAPTER_NAMES[product], "hosts": url.removeprefix("http://"), "properties": {"mode": "rest"}}
     return common.write_deployment(tmp, src, adapter, {"bench_user.yml": mapping}, partitions, src_database=DB)
 
 
-def check_index(es: Elasticsearch, index: str, data: list[dict], sample: int = 500) -> None:
+def check_index(es: Server, index: str, data: list[dict], sample: int = 500) -> None:
     """The index holds exactly the N documents, and a random sample equals the raw documents."""
-    es.indices.refresh(index=index)
-    count = es.count(index=index)["count"]
+    count = es.count(index)
     assert count == len(data), f"{index}: {count} documents, expected {len(data)}"
     picks = random.Random(len(data)).sample(data, min(sample, len(data)))
-    got = es.mget(index=index, ids=[r["id"] for r in picks])["docs"]
+    got = es.mget(index, [r["id"] for r in picks])
     bad = [(r["id"], g.get("_source")) for r, g in zip(picks, got, strict=True)
            if not g.get("found") or g["_source"] != raw_doc(r)]
     assert not bad, f"{index}: {len(bad)} of {len(picks)} sampled documents differ, e.g. {bad[0]}"
@@ -137,12 +177,14 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--partitions", type=int, default=1, help="Spark partitions (and local[N] cores) of the job")
     ap.add_argument("--warmup", type=int, default=2000, help="rows of the untimed warm-up sync (0: none)")
+    ap.add_argument("--server", choices=sorted(ADAPTER_NAMES), default="elasticsearch",
+                    help="which service (and client library) to measure")
     ap.add_argument("--url", default=None)
     ap.add_argument("--record", action="store_true", help="add the result to docs/benchmarks.md")
     args = ap.parse_args()
     svc = common.services()
-    url = args.url or svc["elasticsearch"]["url"]
-    es = Elasticsearch(url, request_timeout=120)
+    url = args.url or svc[args.server]["url"]
+    es = Server(args.server, url)
     common.create_source_table(svc["mariadb"], DB, DDL)
     data = rows(args.docs)
     raw_t: list[float] = []
@@ -150,7 +192,7 @@ def main() -> int:
     job_t: list[float] = []
     job_index = f"sluice-bench-job-{uuid.uuid4().hex[:8]}"
     with tempfile.TemporaryDirectory(prefix="sluice-bench-es-") as tmpd:
-        cfg_path = deployment(Path(tmpd), svc["mariadb"], url, job_index, args.partitions)
+        cfg_path = deployment(Path(tmpd), svc["mariadb"], url, job_index, args.partitions, args.server)
         spark, store = common.open_job(cfg_path, "sluice-bench-es")
         try:
             fresh_index(es, job_index)
@@ -164,7 +206,7 @@ def main() -> int:
                                       ("writer", lambda: run_writer(es, url, data), w_t)):
                     secs, index = fn()
                     check_index(es, index, data)
-                    es.indices.delete(index=index)
+                    es.delete(index)
                     out.append(secs)
                     print(f"round {rnd + 1} {side:6s}: {args.docs / secs:8.0f} docs/s ({secs:.2f} s)", flush=True)
                 fresh_index(es, job_index)
@@ -177,9 +219,10 @@ def main() -> int:
                 print(f"round {rnd + 1} job   : {args.docs / secs:8.0f} docs/s ({secs:.2f} s)", flush=True)
         finally:
             spark.stop()
-            es.indices.delete(index=job_index, ignore_unavailable=True)
+            es.delete(job_index)
     raw, writer, job = min(raw_t), min(w_t), min(job_t)
-    result = {"docs": args.docs, "partitions": args.partitions, "raw_docs_per_s": round(args.docs / raw),
+    result = {"server": args.server, "docs": args.docs, "partitions": args.partitions,
+              "raw_docs_per_s": round(args.docs / raw),
               "writer_docs_per_s": round(args.docs / writer), "writer_ratio": round(raw / writer, 2),
               "job_docs_per_s": round(args.docs / job), "job_ratio": round(raw / job, 2)}
     print(json.dumps(result))
@@ -188,7 +231,7 @@ def main() -> int:
         line = (f"| {dt.date.today()} | `{cmd}` | {args.docs} | {args.partitions} | {result['raw_docs_per_s']} | "
                 f"{result['writer_docs_per_s']} | {result['writer_ratio']:.2f} | {result['job_docs_per_s']} | "
                 f"**{result['job_ratio']:.2f}** |")
-        common.record_row(REPO / "docs" / "benchmarks.md", SECTION, INTRO, line)
+        common.record_row(REPO / "docs" / "benchmarks.md", SECTIONS[args.server], INTRO, line)
     return 0
 
 

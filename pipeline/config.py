@@ -138,7 +138,7 @@ class DataSource(_Frozen):
 class OuterAdapter(_Frozen):
     """One target of a group (canal's ``outerAdapters`` entry)."""
 
-    name: Literal["rdb", "es", "es7", "es8", "hbase", "logger"]
+    name: Literal["rdb", "es", "es7", "es8", "opensearch", "hbase", "logger"]
     key: str | None = None
     hosts: str | None = None
     properties: dict[str, Any] = {}

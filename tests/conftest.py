@@ -82,6 +82,23 @@ def es(elasticsearch: dict):
 
 
 @pytest.fixture(scope="session")
+def opensearch() -> dict:
+    """The OpenSearch 2.x server (with parent-join, reindex, painless, analysis-common)."""
+    return ensure_service("opensearch")
+
+
+@pytest.fixture(scope="session", params=["elasticsearch", "opensearch"])
+def search(request):
+    """Each search server in turn (tests/support/search.py): a test that takes this fixture runs
+    against Elasticsearch and against OpenSearch, through the adapter's two clients."""
+    from tests.support.search import SearchServer
+
+    server = SearchServer.open(request.param, ensure_service(request.param))
+    yield server
+    server.close()
+
+
+@pytest.fixture(scope="session")
 def hbase() -> dict:
     """HBase standalone + Thrift1 server."""
     return ensure_service("hbase")

@@ -1,4 +1,6 @@
-"""The Elasticsearch adapter: canal's esMapping (join SQL included) onto ES 7/8 indices.
+"""The search-index adapter: canal's esMapping (join SQL included) onto Elasticsearch 7/8 indices,
+and, through adapters/opensearch's client, onto OpenSearch indices (one adapter, two clients:
+adapters/es/api.py).
 
 ``target_from_adapter(adapter, file, key, cfg=None)`` builds a frozen :class:`EsTarget` from
 an ``outerAdapters`` entry (``name: es``/``es7``/``es8``) plus the deployment's source data

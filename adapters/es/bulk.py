@@ -1,4 +1,4 @@
-"""Talking to Elasticsearch: pooled clients, the index field types, and bulk with per-item results.
+"""Talking to the search server: the index field types, and bulk with per-item results.
 
 :func:`send` writes actions in order as NDJSON ``_bulk`` requests of at most
 ``EsTarget.bulk_bytes`` each (one request after the other, so per-document order holds
@@ -7,9 +7,12 @@ across them), reads every item's result, and
 * resends a request whose items failed transiently (429, 503, version conflicts left after
   ``retry_on_conflict``) up to ``item_retries`` times with backoff - resending is safe
   because every action is idempotent - then raises TransientError (the job retries the chunk);
-* raises TargetError for the first item that failed terminally (via errors.item_error);
+* raises TargetError for the first item that failed terminally (via failures.item_error);
 * reports ``update`` items that found no document (``document_missing_exception``) to the
   caller, which applies the missing-document rule; a ``delete`` of a missing document is fine.
+
+The same code serves Elasticsearch and OpenSearch: the server is reached through the target's
+:class:`~adapters.es.api.SearchApi` (:func:`client`).
 """
 
 from __future__ import annotations
@@ -20,14 +23,12 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-import elasticsearch
 import orjson
 
+from adapters.es.api import SearchApi, connect
 from adapters.es.config import EsTarget
-from adapters.es.errors import from_exception, is_transient_item, item_error
-from pipeline.logs import register_secret
+from adapters.es.failures import is_transient_item, item_error
 
-_clients: dict[EsTarget, elasticsearch.Elasticsearch] = {}
 _fields: dict[tuple[EsTarget, str], dict[str, str]] = {}
 _lock = threading.Lock()
 
@@ -44,16 +45,9 @@ class Action:
     tag: Any = None  # the caller's bookkeeping (what to do when the document is missing)
 
 
-def client(target: EsTarget) -> elasticsearch.Elasticsearch:
-    """The process-wide client of a target (created on first use)."""
-    with _lock:
-        c = _clients.get(target)
-        if c is None:
-            register_secret(target.password.reveal())  # masked in every log line from now on
-            # orjson also decodes the responses (a bulk response holds an item per action)
-            c = _clients[target] = elasticsearch.Elasticsearch(**target.client_kwargs(),
-                                                               serializer=elasticsearch.OrjsonSerializer())
-        return c
+def client(target: EsTarget) -> SearchApi:
+    """The process-wide client of a target (created on first use; elasticsearch-py or opensearch-py)."""
+    return connect(target)
 
 
 def reset() -> None:
@@ -68,16 +62,15 @@ def field_types(target: EsTarget, index: str) -> dict[str, str]:
     hit = _fields.get(key)
     if hit is not None:
         return hit
+    api = client(target)
     try:
-        resp = client(target).indices.get_mapping(index=index)
-        types: dict[str, str] = {}
-        for body in resp.body.values():
-            for name, prop in ((body.get("mappings") or {}).get("properties") or {}).items():
-                types[name] = prop.get("type") or ("object" if "properties" in prop else "object")
-    except elasticsearch.NotFoundError:
-        types = {}
-    except Exception as e:  # noqa: BLE001 - classified in errors.py
-        raise from_exception(e, f"reading the mapping of index {index}", target.label) from None
+        resp = api.mapping(index) or {}
+    except Exception as e:  # noqa: BLE001 - classified by the client's errors.py
+        raise api.error(e, f"reading the mapping of index {index}") from None
+    types: dict[str, str] = {}
+    for body in resp.values():
+        for name, prop in ((body.get("mappings") or {}).get("properties") or {}).items():
+            types[name] = prop.get("type") or "object"
     with _lock:
         _fields[key] = types
     return types
@@ -86,7 +79,7 @@ def field_types(target: EsTarget, index: str) -> dict[str, str]:
 def _dumps(obj: Any) -> bytes:
     try:
         return orjson.dumps(obj)
-    except orjson.JSONEncodeError:  # e.g. an integer beyond 64 bits: Elasticsearch judges it, per item
+    except orjson.JSONEncodeError:  # e.g. an integer beyond 64 bits: the server judges it, per item
         return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
@@ -120,15 +113,13 @@ def send(target: EsTarget, actions: list[Action]) -> list[Action]:
 
 def _request(target: EsTarget, actions: list[Action], lines: list[bytes]) -> list[Action]:
     body = b"".join(lines)
-    es = client(target)
+    api = client(target)
     delay = 0.5
     for attempt in range(target.item_retries + 1):
         try:
-            resp = es.bulk(operations=body)
-        except Exception as e:  # noqa: BLE001 - classified in errors.py
-            raise from_exception(e, f"bulk request of {len(actions)} action(s) to index {actions[0].index}",
-                                 target.label) from None
-        result = resp.body
+            result = api.bulk(body)
+        except Exception as e:  # noqa: BLE001 - classified by the client's errors.py
+            raise api.error(e, f"bulk request of {len(actions)} action(s) to index {actions[0].index}") from None
         if not result.get("errors"):
             return []
         missing, transient = [], None
@@ -143,9 +134,9 @@ def _request(target: EsTarget, actions: list[Action], lines: list[bytes]) -> lis
                 missing.append(a)
                 continue
             if is_transient_item(status, err):
-                transient = transient or item_error(op, a.index, a.doc_id, status, err)
+                transient = transient or item_error(op, a.index, a.doc_id, status, err, api.product)
                 continue
-            raise item_error(op, a.index, a.doc_id, status, err)
+            raise item_error(op, a.index, a.doc_id, status, err, api.product)
         if transient is None:
             return missing
         if attempt == target.item_retries:
@@ -156,26 +147,22 @@ def _request(target: EsTarget, actions: list[Action], lines: list[bytes]) -> lis
 
 
 def delete_all(target: EsTarget, index: str) -> int:
-    """Delete every document of ``index`` (scroll + bulk delete; the server may lack
-    ``_delete_by_query``). Returns how many were deleted."""
-    es = client(target)
+    """Delete every document of ``index`` (scroll + bulk delete, each with its routing: the server
+    may lack ``_delete_by_query``). Returns how many were deleted."""
+    api = client(target)
     n = 0
     try:
-        es.indices.refresh(index=index)
-        resp = es.search(index=index, scroll="2m", size=1000, source=False, sort=["_doc"])
-        scroll_id = resp.get("_scroll_id")
-        while True:
-            hits = resp["hits"]["hits"]
-            if not hits:
-                break
+        api.refresh(index)
+        for hits in api.scan_ids(index, 1000):
             send(target, [Action("delete", index, h["_id"], routing=h.get("_routing")) for h in hits])
             n += len(hits)
-            resp = es.scroll(scroll_id=scroll_id, scroll="2m")
-            scroll_id = resp.get("_scroll_id")
-        if scroll_id:
-            es.clear_scroll(scroll_id=scroll_id)
-    except elasticsearch.NotFoundError:
-        return n
-    except Exception as e:  # noqa: BLE001 - classified in errors.py
-        raise from_exception(e, f"deleting the documents of index {index}", target.label) from None
+    except Exception as e:  # noqa: BLE001 - classified by the client's errors.py
+        if _not_found(e):
+            return n
+        raise api.error(e, f"deleting the documents of index {index}") from None
     return n
+
+
+def _not_found(exc: BaseException) -> bool:
+    """A 404 answer of either client (the index is gone: nothing to delete)."""
+    return getattr(exc, "status_code", None) == 404 or getattr(getattr(exc, "meta", None), "status", None) == 404

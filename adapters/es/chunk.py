@@ -11,7 +11,9 @@ Main-table changes become, per document (``_id`` from the row, or computed by SQ
 
 *sync* = re-run the mapping SQL for the document's key columns and index the result (or delete
 the document when the row is gone). It reads the source's current state, which is at least as
-new as every change of the chunk, so a synced document's other actions in the chunk are dropped.
+new as every change of the chunk, so a synced document's other actions in the chunk are dropped
+(not a ``delete`` under another routing: that is another copy, left by a child moved to another
+parent, and must go).
 Joined-table changes find the affected documents with the mapping SQL (``WHERE other.col IN
 (values of the joined row, before and after)``) and index them. Re-queried documents are
 written after the chunk's row actions: they are the newest state.
@@ -156,8 +158,11 @@ class ChunkApplier:
                 synced[op.doc_id] = op
         actions = []
         for op in ops:
-            if op.doc_id in synced:
-                continue  # the re-queried document supersedes the row images of this chunk
+            s = synced.get(op.doc_id)
+            if s is not None and (op.kind != "delete" or op.routing == s.routing):
+                # the re-queried document supersedes the row images of this chunk; but a delete
+                # under another routing removes another copy (a child moved to another parent)
+                continue
             if op.kind == "delete":
                 actions.append(Action("delete", p.index, op.doc_id, routing=op.routing))
             elif op.kind == "index_row":

@@ -1,6 +1,8 @@
-"""Frozen, picklable Elasticsearch target settings, and the source databases to re-query.
+"""Frozen, picklable search-server target settings, and the source databases to re-query.
 
-:class:`EsTarget` is one canal ``outerAdapters`` entry with ``name: es``/``es7``/``es8``::
+:class:`EsTarget` is one canal ``outerAdapters`` entry with ``name: es``/``es7``/``es8`` (an
+Elasticsearch cluster) or ``name: opensearch`` (an OpenSearch cluster, adapters/opensearch);
+both are parsed here, with the same keys::
 
     - name: es8
       key: es1
@@ -60,7 +62,7 @@ class SourceDb:
         scheme, sep, rest = text.partition("://")
         if not sep or scheme.split("+")[0] not in ("mysql", "mariadb"):
             raise ConfigError(file, key, "must be a MySQL/MariaDB URL such as jdbc:mysql://host:3306/db "
-                              f"(the ES adapter re-queries it), got {url!r}")
+                              f"(the search adapter re-queries it), got {url!r}")
         try:
             parts = urlsplit("//" + rest)
             port = parts.port or 3306
@@ -81,9 +83,14 @@ def database_of_url(url: str | None) -> str | None:
     return unquote(urlsplit("//" + rest).path.lstrip("/")) or None if rest else None
 
 
+#: target.product -> the server's name in messages
+PRODUCTS = {"elasticsearch": "Elasticsearch", "opensearch": "OpenSearch"}
+
+
 @dataclass(frozen=True)
 class EsTarget:
-    """One Elasticsearch cluster; frozen and hashable (it keys the per-process client cache)."""
+    """One Elasticsearch or OpenSearch cluster; frozen and hashable (it keys the per-process
+    client cache). ``product`` picks the client library (adapters/es/api.py)."""
 
     hosts: tuple[str, ...]
     username: str | None = None
@@ -102,28 +109,24 @@ class EsTarget:
     #: client certificate and key for mutual TLS (PEM files)
     client_cert: str | None = None
     client_key: str | None = None
+    #: "elasticsearch" (elasticsearch-py) or "opensearch" (opensearch-py)
+    product: str = "elasticsearch"
 
     @property
     def label(self) -> str:
         """The hosts without credentials (for messages and logs)."""
         return ",".join(self.hosts) + (f" ({self.key})" if self.key else "")
 
+    @property
+    def product_name(self) -> str:
+        """The product's name for messages: Elasticsearch or OpenSearch."""
+        return PRODUCTS.get(self.product, self.product)
+
     def client_kwargs(self) -> dict[str, Any]:
-        """Arguments for ``elasticsearch.Elasticsearch`` (holds the password: never log it)."""
-        kw: dict[str, Any] = {"hosts": list(self.hosts), "request_timeout": self.request_timeout,
-                              "max_retries": 2, "retry_on_timeout": True}
-        if self.username is not None:
-            kw["basic_auth"] = (self.username, self.password.reveal())
-        if self.ca_path:
-            kw["ca_certs"] = self.ca_path
-        if not self.verify_certs:
-            kw["verify_certs"] = False
-            kw["ssl_show_warn"] = False  # the operator chose this in the config; warn once there, not per request
-        if self.client_cert:
-            kw["client_cert"] = self.client_cert
-        if self.client_key:
-            kw["client_key"] = self.client_key
-        return kw
+        """Arguments for this product's client class (holds the password: never log it)."""
+        from adapters.es.api import client_module
+
+        return client_module(self).client_kwargs(self)
 
     def source_for(self, mapping: Any) -> SourceDb:
         """The source database of a mapping: ``srcDataSources[dataSourceKey]`` (absent key:
@@ -137,15 +140,15 @@ class EsTarget:
             return self.default_source
         known = ", ".join(k for k, _ in self.sources) or "none"
         raise ConfigError(getattr(mapping, "file", "<mapping>"), "dataSourceKey",
-                          f"data source {key!r} is not in srcDataSources (known: {known}); the ES "
-                          "adapter re-queries the source through it",
+                          f"data source {key!r} is not in srcDataSources (known: {known}); the "
+                          f"{self.product_name} adapter re-queries the source through it",
                           hint="add it to srcDataSources of the deployment config, or omit dataSourceKey "
                           "to use the config's source section")
 
 
-def _hosts(text: Any, file: str, key: str) -> tuple[str, ...]:
+def _hosts(text: Any, file: str, key: str, product: str) -> tuple[str, ...]:
     if not text or not isinstance(text, str):
-        raise ConfigError(file, key, "is required: the Elasticsearch HTTP address(es), e.g. 127.0.0.1:9200")
+        raise ConfigError(file, key, f"is required: the {PRODUCTS[product]} HTTP address(es), e.g. 127.0.0.1:9200")
     out = []
     for h in (p.strip() for p in text.split(",")):
         if not h:
@@ -200,15 +203,18 @@ def sources_of(cfg: Any) -> tuple[tuple[tuple[str, SourceDb], ...], SourceDb | N
     return tuple(out), default
 
 
-def target_from_adapter(adapter: Any, file: str, key: str, cfg: Any = None) -> EsTarget:
+def target_from_adapter(adapter: Any, file: str, key: str, cfg: Any = None,
+                        product: str = "elasticsearch") -> EsTarget:
     """The target of one ``outerAdapters`` entry; errors name ``file`` and ``key``."""
     props = dict(getattr(adapter, "properties", None) or {})
     where = f"{key}.properties"
     mode = str(props.get("mode", "rest")).lower()
     if mode != "rest":
-        raise ConfigError(file, f"{where}.mode", f"mode {mode!r} is not supported: Elasticsearch 8 has no "
-                          "transport client", hint="use mode: rest and the HTTP port in hosts (e.g. :9200)")
-    hosts = _hosts(getattr(adapter, "hosts", None) or props.get("hosts"), file, f"{key}.hosts")
+        why = "Elasticsearch 8 has no transport client" if product == "elasticsearch" else \
+            "Sluice talks to OpenSearch over REST only"
+        raise ConfigError(file, f"{where}.mode", f"mode {mode!r} is not supported: {why}",
+                          hint="use mode: rest and the HTTP port in hosts (e.g. :9200)")
+    hosts = _hosts(getattr(adapter, "hosts", None) or props.get("hosts"), file, f"{key}.hosts", product)
     user, password = _auth(props, file, where)
     verify, tls = _tls(props, hosts, file, where)
     try:
@@ -220,7 +226,7 @@ def target_from_adapter(adapter: Any, file: str, key: str, cfg: Any = None) -> E
     target = EsTarget(hosts, user, password, tls["security.ca.path"], verify,
                       props.get("cluster.name") or None, timeout, bulk_bytes, sources=sources,
                       default_source=default, key=getattr(adapter, "key", None) or "",
-                      client_cert=tls["security.cert.path"], client_key=tls["security.key.path"])
+                      client_cert=tls["security.cert.path"], client_key=tls["security.key.path"], product=product)
     return target
 
 

@@ -1,107 +1,39 @@
-"""The one place where elasticsearch-py exceptions and bulk item errors become Sluice errors.
+"""The one place where elasticsearch-py exceptions become Sluice errors.
 
-* :class:`~pipeline.errors.TransientError` (the job retries the chunk with backoff): HTTP
-  429 (``es_rejected_execution_exception``, circuit breakers), 502/503/504, connection errors,
-  timeouts, and a 409 version conflict left after ``retry_on_conflict``.
-* :class:`~pipeline.errors.TargetError` (the partition fails, the batch is not acked): every
-  other item or request error - mapping/parsing errors (400), strict mappings, auth (401/403),
-  missing index where one is required, a document too large, ...
-  Of these, a bulk *item* rejected for its own content (HTTP 400 parsing/mapping errors, 413
-  too large) is an :class:`EsRowError` (a :class:`~pipeline.errors.RowError`): the only kind a
-  mapping's dead-letter store may take. Request-level failures never are.
-* Errors of the source re-query (join SQL, pymysql): :func:`source_error`.
-
-Messages name the index, the document ``_id`` and Elasticsearch's error type and reason; they
-never contain credentials (hosts are shown without user info, request bodies are not shown).
+Connection errors and timeouts are transient; an ``ApiError`` is classified by its HTTP status
+and error type as every server answer is (``adapters/es/failures.py``, shared with the OpenSearch
+client); elasticsearch-py's product check (it refuses servers that are not Elasticsearch, e.g.
+OpenSearch) is terminal, with a hint to the ``opensearch`` adapter. The classification of bulk
+items and source errors is re-exported from ``failures`` for callers of this module.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 import elastic_transport
 import elasticsearch
 
-from pipeline.errors import RowError, SluiceError, SourceError, TargetError, TransientError
+from adapters.es.failures import (
+    ROW_TYPES,
+    SOURCE_TRANSIENT,
+    TRANSIENT_STATUS,
+    TRANSIENT_TYPES,
+    EsItemError,
+    EsRowError,
+    EsTransientError,
+    http_error,
+    is_transient_item,
+    item_error,
+    reason_of,
+    short,
+    source_error,
+    unreachable,
+)
+from pipeline.errors import SluiceError, TargetError
 
-TRANSIENT_STATUS = frozenset({429, 502, 503, 504})
-#: item error types that are transient whatever their status
-TRANSIENT_TYPES = frozenset({"es_rejected_execution_exception", "circuit_breaking_exception",
-                             "version_conflict_engine_exception", "unavailable_shards_exception",
-                             "no_shard_available_action_exception", "node_not_connected_exception",
-                             "cluster_block_exception_retryable", "process_cluster_event_timeout_exception"})
+__all__ = ["ROW_TYPES", "SOURCE_TRANSIENT", "TRANSIENT_STATUS", "TRANSIENT_TYPES", "EsItemError", "EsRowError",
+           "EsTransientError", "from_exception", "is_transient_item", "item_error", "reason_of", "source_error"]
 
-
-class EsItemError(TargetError):
-    """One bulk item Elasticsearch rejected terminally (the message says which and why)."""
-
-    def __init__(self, message: str, *, index: str, doc_id: str | None, error_type: str, status: int,
-                 hint: str | None = None):
-        self.index, self.doc_id, self.error_type, self.status = index, doc_id, error_type, status
-        self.key = None if doc_id is None else f"_id={doc_id}"
-        super().__init__(message, hint=hint)
-
-
-class EsRowError(EsItemError, RowError):
-    """A bulk item rejected for its own content (parsing/mapping of its values, too large)."""
-
-
-#: item error types caused by the document's own content (with HTTP 400 or 413)
-ROW_TYPES = frozenset({"mapper_parsing_exception", "document_parsing_exception", "illegal_argument_exception",
-                       "strict_dynamic_mapping_exception", "json_parse_exception", "x_content_parse_exception",
-                       "number_format_exception", "content_too_long_exception", "parse_exception"})
-#: MySQL client/server codes of the source re-query worth a retry (as adapters/rdb/dialects.py)
-SOURCE_TRANSIENT = frozenset({0, 1040, 1053, 1205, 1213, 1317, 1927, 2002, 2003, 2006, 2013, 2055, 4031})
-
-
-class EsTransientError(TransientError):
-    """A retryable failure (429, 503, connection lost, timeout, leftover version conflict)."""
-
-
-def reason_of(error: Any) -> tuple[str, str]:
-    """``(type, reason)`` of an ES error object (item ``error`` or response ``error``), with
-    the first ``caused_by`` reason appended."""
-    if isinstance(error, str):
-        return "error", error
-    if not isinstance(error, dict):
-        return "error", str(error)
-    etype = str(error.get("type") or "error")
-    reason = str(error.get("reason") or "")
-    cause = error.get("caused_by")
-    if isinstance(cause, dict) and cause.get("reason"):
-        reason = f"{reason} (caused by {cause.get('type', 'error')}: {cause['reason']})"
-    return etype, reason[:800]
-
-
-def is_transient_item(status: int, error: Any) -> bool:
-    """Whether a failed bulk item is worth retrying."""
-    etype = error.get("type") if isinstance(error, dict) else None
-    return status in TRANSIENT_STATUS or etype in TRANSIENT_TYPES
-
-
-def item_error(op: str, index: str, doc_id: str | None, status: int, error: Any) -> SluiceError:
-    """The Sluice error for one failed bulk item (``op``: index/update/delete/create)."""
-    etype, reason = reason_of(error)
-    what = f"{op} of document _id={doc_id!s} in index {index}"
-    if is_transient_item(status, error):
-        return EsTransientError(f"Elasticsearch could not {what} now (HTTP {status}, {etype}: {reason})",
-                                hint="retried with backoff; if it persists, check the cluster's load and health")
-    hint = _hint(etype, status)
-    cls = EsRowError if status == 413 or (status == 400 and etype in ROW_TYPES) else EsItemError
-    return cls(f"Elasticsearch rejected {what} (HTTP {status}, {etype}: {reason})", index=index,
-                       doc_id=doc_id, error_type=etype, status=status, hint=hint)
-
-
-def _hint(etype: str, status: int) -> str:
-    if etype in ("mapper_parsing_exception", "document_parsing_exception", "illegal_argument_exception"):
-        return "the value does not fit the index mapping: fix the mapping (or objFields/sql), then sync again"
-    if etype == "strict_dynamic_mapping_exception":
-        return "the index mapping is strict: add the field to it, or drop the field from esMapping.sql (or skips)"
-    if status in (401, 403):
-        return "check properties.security.auth and the user's privileges on the index"
-    if etype == "index_not_found_exception":
-        return "create the index (or allow auto-creation), then sync again"
-    return "fix the cause in Elasticsearch or the mapping, then sync again; replays are idempotent"
+PRODUCT = "Elasticsearch"
 
 
 def from_exception(exc: BaseException, what: str, target_label: str) -> SluiceError:
@@ -109,37 +41,16 @@ def from_exception(exc: BaseException, what: str, target_label: str) -> SluiceEr
     if isinstance(exc, SluiceError):
         return exc
     if isinstance(exc, (elastic_transport.ConnectionError, elastic_transport.ConnectionTimeout)):
-        kind = "timed out" if isinstance(exc, elastic_transport.ConnectionTimeout) else "could not connect"
-        return EsTransientError(f"{what}: {kind} to Elasticsearch at {target_label}: {_short(exc)}",
-                                hint="check that Elasticsearch is up and reachable; retried with backoff")
+        return unreachable(what, PRODUCT, target_label, short(exc),
+                           isinstance(exc, elastic_transport.ConnectionTimeout))
+    if isinstance(exc, elasticsearch.UnsupportedProductError):
+        return TargetError(f"{what}: the server at {target_label} is not Elasticsearch ({short(exc)})",
+                           hint="for OpenSearch (self-hosted or Amazon OpenSearch Service) use an outerAdapters "
+                                "entry with name: opensearch")
     if isinstance(exc, elasticsearch.ApiError):
         status = int(getattr(exc, "status_code", None) or getattr(getattr(exc, "meta", None), "status", 0) or 0)
-        body = getattr(exc, "body", None)
-        err = body.get("error") if isinstance(body, dict) else None
-        etype, reason = reason_of(err if err is not None else (body or exc.message))
-        msg = f"{what}: Elasticsearch at {target_label} answered HTTP {status} ({etype}: {reason})"
-        if status in TRANSIENT_STATUS or etype in TRANSIENT_TYPES:
-            return EsTransientError(msg, hint="retried with backoff; check the cluster's load and health")
-        return TargetError(msg, hint=_hint(etype, status))
+        return http_error(status, getattr(exc, "body", None), exc.message, what, PRODUCT, target_label)
     if isinstance(exc, elastic_transport.TransportError):
-        return EsTransientError(f"{what}: transport error talking to {target_label}: {_short(exc)}",
+        return EsTransientError(f"{what}: transport error talking to {target_label}: {short(exc)}",
                                 hint="retried with backoff")
-    return TargetError(f"{what}: {type(exc).__name__}: {_short(exc)}")
-
-
-def _short(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return (text[0] if text else type(exc).__name__)[:300]
-
-
-def source_error(exc: BaseException, what: str) -> SluiceError:
-    """A pymysql error of the source re-query (``what``: what was being done) as a Sluice error."""
-    if isinstance(exc, SluiceError):
-        return exc
-    args = getattr(exc, "args", ())
-    code = args[0] if args and isinstance(args[0], int) else 0
-    text = args[-1] if args else str(exc)
-    if code in SOURCE_TRANSIENT or type(exc).__name__ == "InterfaceError":
-        return TransientError(f"{what}: MySQL error {code}: {text}", hint="retried with backoff")
-    return SourceError(f"{what}: MySQL error {code}: {text}",
-                       hint="check the mapping SQL against the source tables (and srcDataSources)")
+    return TargetError(f"{what}: {type(exc).__name__}: {short(exc)}")

@@ -23,7 +23,7 @@ from typing import Any
 import pymysql
 
 from adapters.es.config import SourceDb
-from adapters.es.errors import source_error
+from adapters.es.failures import source_error
 
 IN_BATCH = 500
 FETCH = 1000

@@ -1,4 +1,4 @@
-"""Values to JSON for Elasticsearch: from the capture's strings and from re-queried rows.
+"""Values to JSON for Elasticsearch and OpenSearch: from the capture's strings and from re-queried rows.
 
 Two inputs reach a document field: the Dml string of a binlog image (with the column's
 ``mysqlType``) and a value pymysql read when the mapping SQL was re-run (with the result
@@ -35,7 +35,7 @@ TEXT_TYPES = {"keyword", "text", "match_only_text", "wildcard", "constant_keywor
               "version"}
 INT_TYPES = {"long", "integer", "short", "byte", "unsigned_long"}
 FLOAT_TYPES = {"double", "float", "half_float", "scaled_float"}
-OBJECT_TYPES = {"object", "nested", "flattened"}
+OBJECT_TYPES = {"object", "nested", "flattened", "flat_object"}  # flat_object: OpenSearch's flattened
 
 
 class FieldValueError(ValueError):

@@ -1,6 +1,7 @@
-"""The Elasticsearch :class:`~adapters.base.Writer`.
+"""The search-index :class:`~adapters.base.Writer`, for Elasticsearch and OpenSearch alike.
 
-Elasticsearch has no transactions: ``apply`` writes the chunk (bulk requests, re-queries)
+The target's client (elasticsearch-py or opensearch-py, adapters/es/api.py) is the only
+difference between the two. A search server has no transactions: ``apply`` writes the chunk (bulk requests, re-queries)
 and raises TransientError/TargetError when something did not land; ``commit`` has nothing
 left to do and ``rollback`` cannot undo. That is safe because every action is idempotent
 (``index``/``delete`` by ``_id``, partial ``update`` with the row's values, re-queried
@@ -17,7 +18,6 @@ from adapters.es import bulk, requery
 from adapters.es.chunk import ChunkApplier
 from adapters.es.config import EsTarget
 from adapters.es.documents import doc_plan
-from adapters.es.errors import from_exception
 from pipeline.errors import ConfigError, SluiceError, TargetError, TargetMismatchError, TransientError
 from pipeline.logs import get_logger
 
@@ -25,47 +25,53 @@ log = get_logger("es")
 
 
 class EsWriter(Writer):
-    """Applies esMapping changes to one Elasticsearch cluster."""
+    """Applies esMapping changes to one Elasticsearch or OpenSearch cluster."""
 
     target: EsTarget
 
     def check(self) -> None:
-        """Cluster reachable (``cluster.health``: this server has no ``GET /``), cluster name
-        as configured, every mapping usable, join fields present, and the SQL runs on the source."""
-        es = bulk.client(self.target)
+        """Cluster reachable (``cluster.health``: ES's integ-test build has no ``GET /``), the
+        server the product configured, cluster name as configured, every mapping usable, join
+        fields present, and the SQL runs on the source."""
+        api = bulk.client(self.target)
+        product = self.target.product_name
         try:
-            health = es.cluster.health()
-        except Exception as e:  # noqa: BLE001 - classified in errors.py
-            raise from_exception(e, "checking the cluster", self.target.label) from None
+            health = api.health()
+            server = api.server()
+        except Exception as e:  # noqa: BLE001 - classified by the client's errors.py
+            raise api.error(e, "checking the cluster") from None
+        if server is not None and server[0] != self.target.product:
+            raise TargetError(f"the server at {self.target.label} is {server[0]} {server[1]}, not {product}",
+                              hint="use name: opensearch for OpenSearch and name: es8 (es7) for Elasticsearch")
         name = health.get("cluster_name")
         if self.target.cluster_name and name != self.target.cluster_name:
-            raise TargetError(f"Elasticsearch at {self.target.label} is cluster {name!r}, but the config says "
+            raise TargetError(f"{product} at {self.target.label} is cluster {name!r}, but the config says "
                               f"cluster.name {self.target.cluster_name!r}",
                               hint="fix hosts or properties.cluster.name")
         for m in self.mappings:
             plan = doc_plan(m)
-            self._check_index(es, m, plan)
+            self._check_index(api, m, plan)
             if plan.relation is not None:
                 self._check_join_field(m, plan)
             self._check_source(m, plan)
 
-    def _check_index(self, es: Any, m: Any, plan) -> None:
+    def _check_index(self, api: Any, m: Any, plan) -> None:
         """The index (or alias) exists, or the cluster creates it on the first write (with dynamic
         mappings: a warning, since a typo in ``_index`` would fill a new index)."""
         try:
-            if es.indices.exists(index=plan.index):
+            if api.mapping(plan.index) is not None:
                 return
-            auto = auto_create_allowed(es, plan.index)
-        except Exception as e:  # noqa: BLE001 - classified in errors.py
-            raise from_exception(e, f"checking index {plan.index}", self.target.label) from None
+            auto = auto_create_allowed(api.cluster_settings(), plan.index)
+        except Exception as e:  # noqa: BLE001 - classified by the client's errors.py
+            raise api.error(e, f"checking index {plan.index}") from None
         if not auto:
             raise TargetMismatchError(f"{m.file}: esMapping._index: index {plan.index} does not exist on "
                                       f"{self.target.label}, and the cluster does not create indices on write "
                                       "(action.auto_create_index)",
                                       hint=f"create it with the field mappings it needs (PUT /{plan.index}), or "
                                       "fix _index")
-        log.warning("the index does not exist yet: Elasticsearch creates it with dynamic mappings on the first "
-                    "write; create it first if its fields need types (docs/es.md)", mapping=m.file,
+        log.warning(f"the index does not exist yet: {self.target.product_name} creates it with dynamic mappings on "
+                    "the first write; create it first if its fields need types (docs/es.md)", mapping=m.file,
                     index=plan.index, target=self.target.label)
 
     def _check_join_field(self, m: Any, plan) -> None:
@@ -120,10 +126,10 @@ def make_writer(target: EsTarget, mappings: tuple[Any, ...]) -> EsWriter:
     return EsWriter(target, tuple(mappings))
 
 
-def auto_create_allowed(es: Any, index: str) -> bool:
-    """Whether the cluster creates ``index`` on its first write (``action.auto_create_index``:
-    true, false, or patterns such as ``+logs-*,-tmp-*``, where no match means no)."""
-    resp = es.cluster.get_settings(include_defaults=True, flat_settings=True)
+def auto_create_allowed(resp: dict, index: str) -> bool:
+    """Whether the cluster creates ``index`` on its first write, from its settings (``GET
+    _cluster/settings?include_defaults&flat_settings``; ``action.auto_create_index``: true, false,
+    or patterns such as ``+logs-*,-tmp-*``, where no match means no)."""
     value = None
     for part in ("transient", "persistent", "defaults"):
         value = (resp.get(part) or {}).get("action.auto_create_index")

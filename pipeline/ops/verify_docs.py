@@ -3,7 +3,7 @@
 These targets hold documents/rows built from the source, not copies of tables, so there
 is no checksum both sides can compute. Instead:
 
-* **Elasticsearch** (esMapping): the number of rows the mapping SQL returns on the source
+* **Elasticsearch / OpenSearch** (esMapping): the number of rows the mapping SQL returns on the source
   against the number of documents in the index (for a mapping with ``relations``, the
   documents whose join field names this mapping's relation); then ``sample`` random
   main-table keys are re-queried through the mapping SQL and turned into the document the
@@ -37,8 +37,8 @@ def verify_es(mapping: Any, target: Any, sample: int) -> TableDiff:
     t0 = time.monotonic()
     plan = doc_plan(mapping)
     diff = TableDiff(mapping.file, "es", plan.main_table, f"index {plan.index}", method=f"count + sample {sample}")
-    es = bulk.client(target)
-    if not es.indices.exists(index=plan.index):
+    api = bulk.client(target)
+    if api.mapping(plan.index) is None:
         raise TargetMismatchError(f"{mapping.file}: esMapping._index: index {plan.index} does not exist on "
                                   f"{target.label}", hint="run `sluice sync` or `sluice etl` first, or fix _index")
     applier = ChunkApplier(target, plan, mapping, ApplyStats())
@@ -57,12 +57,15 @@ def verify_es(mapping: Any, target: Any, sample: int) -> TableDiff:
             kc = ", ".join(requery.q(c) for c in plan.key_columns)
             cur.execute(f"SELECT {kc} FROM {main} ORDER BY RAND() LIMIT {int(sample)}")
             keys = [tuple(r) for r in cur.fetchall()]
-    es.indices.refresh(index=plan.index)
     if plan.relation is not None:
         query = {"term": {plan.relation.field: plan.relation.name}}
     else:
         query = {"match_all": {}}
-    diff.target_rows = int(es.count(index=plan.index, query=query)["count"])
+    try:
+        api.refresh(plan.index)
+        diff.target_rows = api.count(plan.index, query)
+    except Exception as e:  # noqa: BLE001 - classified by the client's errors.py
+        raise api.error(e, f"counting the documents of index {plan.index}") from None
     expected: dict[str, Any] = {}
     cols = [(plan.main_alias, c) for c in plan.key_columns]
     for names, codes, row in requery.requery(src, db, plan.sql, cols, keys, f"verifying {mapping.file}"):
@@ -71,7 +74,11 @@ def verify_es(mapping: Any, target: Any, sample: int) -> TableDiff:
     diff.sampled = len(keys)
     if expected:
         docs = [{"_id": i, **({"routing": a.routing} if a.routing else {})} for i, (a, _) in expected.items()]
-        got = {d["_id"]: d.get("_source") for d in es.mget(index=plan.index, docs=docs)["docs"] if d.get("found")}
+        try:
+            found = api.mget(plan.index, docs)
+        except Exception as e:  # noqa: BLE001 - classified by the client's errors.py
+            raise api.error(e, f"reading sampled documents of index {plan.index}") from None
+        got = {d["_id"]: d.get("_source") for d in found if d.get("found")}
         for doc_id, (_, body) in expected.items():
             if doc_id not in got:
                 diff.missing.append(doc_id)

@@ -68,18 +68,18 @@ def _unzip(archive: Path, dest: Path) -> None:
     tmp.rmdir()
 
 
-def _ensure_user() -> pwd.struct_passwd:
-    """The unprivileged system user Elasticsearch runs as (it refuses root)."""
+def _ensure_user(name: str = USER) -> pwd.struct_passwd:
+    """The unprivileged system user a server runs as (Elasticsearch and OpenSearch refuse root)."""
     try:
-        return pwd.getpwnam(USER)
+        return pwd.getpwnam(name)
     except KeyError:
         pass
     if os.geteuid() != 0:
-        raise base.ServiceError(f"need root to create the system user {USER}")
-    base.log(f"elasticsearch: creating system user {USER}")
+        raise base.ServiceError(f"need root to create the system user {name}")
+    base.log(f"creating system user {name}")
     base.run(["useradd", "--system", "--user-group", "--no-create-home",
-              "--home-dir", "/nonexistent", "--shell", "/usr/sbin/nologin", USER])
-    return pwd.getpwnam(USER)
+              "--home-dir", "/nonexistent", "--shell", "/usr/sbin/nologin", name])
+    return pwd.getpwnam(name)
 
 
 def _chown_tree(path: Path, uid: int, gid: int) -> None:

@@ -1,7 +1,8 @@
-"""The real pipeline into Elasticsearch: source tables -> ``sluice capture --once`` ->
-``sluice sync`` with an es8 outerAdapter and canal's mytest_user mapping (user LEFT JOIN role).
+"""The real pipeline into Elasticsearch and OpenSearch (the ``search`` fixture): source tables ->
+``sluice capture --once`` -> ``sluice sync`` with an ``es8`` (or ``opensearch``) outerAdapter and
+canal's mytest_user mapping (user LEFT JOIN role).
 
-The index must equal what the mapping SQL gives now; a bulk item Elasticsearch rejects makes
+The index must equal what the mapping SQL gives now; a bulk item the server rejects makes
 sync exit non-zero without moving the group's cursor, and the next sync converges.
 """
 
@@ -18,9 +19,9 @@ from pathlib import Path
 import pymysql
 import pytest
 import yaml
-from elasticsearch import Elasticsearch
 
 from tests.support.deploy import REPO, write_deployment
+from tests.support.search import SearchServer
 
 CANAL_ES8 = REPO.parent / "shared" / "reference" / "canal-mappings" / "es8"
 
@@ -50,15 +51,14 @@ def run_sql(info: dict, *stmts: str) -> list[tuple]:
 
 
 @pytest.fixture(scope="module")
-def deployment(tmp_path_factory, mariadb, elasticsearch):
+def deployment(tmp_path_factory, mariadb, search: SearchServer):
     tmp = tmp_path_factory.mktemp("es_sync")
     db = f"es_e2e_{uuid.uuid4().hex[:6]}"
     index = f"sluice-e2e-{uuid.uuid4().hex[:8]}"
     mapping = yaml.safe_load((CANAL_ES8 / "mytest_user.yml").read_text())
     mapping["esMapping"]["_index"] = index
     mapping["outerAdapterKey"] = "es1"
-    es_adapter = {"name": "es8", "key": "es1", "hosts": elasticsearch["url"].removeprefix("http://"),
-                  "properties": {"mode": "rest", "cluster.name": "sluice"}}
+    es_adapter = search.adapter("es1", **{"cluster.name": search.cluster_name})
     cfg = write_deployment(tmp, mariadb, name=db, include=rf"{db}\..*",
                            groups=[{"groupId": "g1", "outerAdapters": [es_adapter], "mappings": ["mappings/es/*.yml"]}],
                            mappings={"es/mytest_user.yml": mapping}, partitions=3)
@@ -71,11 +71,9 @@ def deployment(tmp_path_factory, mariadb, elasticsearch):
     run_sql(mariadb, f"CREATE DATABASE `{db}`",
             f"CREATE TABLE `{db}`.`user` (id BIGINT PRIMARY KEY, name VARCHAR(50), role_id BIGINT, c_time DATETIME)",
             f"CREATE TABLE `{db}`.`role` (id BIGINT PRIMARY KEY, role_name VARCHAR(50))")
-    es = Elasticsearch(elasticsearch["url"], request_timeout=30)
-    yield {"cfg": cfg, "db": db, "index": index, "es": es}
+    yield {"cfg": cfg, "db": db, "index": index, "es": search}
     run_sql(mariadb, f"DROP DATABASE `{db}`")
-    es.indices.delete(index=index, ignore_unavailable=True)
-    es.close()
+    search.delete_index(index)
 
 
 def expected(mariadb: dict, db: str) -> dict[str, dict]:
@@ -85,9 +83,8 @@ def expected(mariadb: dict, db: str) -> dict[str, dict]:
                         "c_time": r[4].isoformat() if isinstance(r[4], dt.datetime) else None} for r in rows}
 
 
-def docs(es: Elasticsearch, index: str) -> dict[str, dict]:
-    es.indices.refresh(index=index)
-    return {h["_id"]: h["_source"] for h in es.search(index=index, size=10000)["hits"]["hits"]}
+def docs(es: SearchServer, index: str) -> dict[str, dict]:
+    return es.docs(index)
 
 
 def cursor(cfg: Path) -> int:
@@ -124,8 +121,8 @@ def test_es_sync_converges_and_fails_closed(deployment, mariadb):
     assert docs(es, index) == expected(mariadb, db)
     acked = cursor(d["cfg"])
 
-    # a bulk item Elasticsearch rejects (index write block): no ack, non-zero exit
-    es.indices.put_settings(index=index, settings={"index.blocks.write": True})
+    # a bulk item the server rejects (index write block): no ack, non-zero exit
+    es.put_settings(index, {"index.blocks.write": True})
     try:
         run_sql(mariadb, f"UPDATE `{db}`.`user` SET name = 'blocked' WHERE id = 3")
         sluice("capture", "--config", str(d["cfg"]), "--once")
@@ -134,7 +131,7 @@ def test_es_sync_converges_and_fails_closed(deployment, mariadb):
         assert "cluster_block_exception" in failed.stderr + failed.stdout
         assert cursor(d["cfg"]) == acked
     finally:
-        es.indices.put_settings(index=index, settings={"index.blocks.write": False})
+        es.put_settings(index, {"index.blocks.write": False})
     sync(d["cfg"])
     assert cursor(d["cfg"]) > acked
     assert docs(es, index) == expected(mariadb, db)

@@ -1,5 +1,6 @@
-"""ES writer conformance on the shared golden batches (tests/support/golden.py): applied once,
-twice, and partly then fully replayed, the index holds exactly the expected rows."""
+"""Search writer conformance on the shared golden batches (tests/support/golden.py): applied once,
+twice, and partly then fully replayed, the index holds exactly the expected rows. Every test runs
+against Elasticsearch and against OpenSearch (the ``search`` fixture): one adapter, two clients."""
 
 from __future__ import annotations
 
@@ -7,12 +8,12 @@ import base64
 import uuid
 
 import pytest
-from elasticsearch import Elasticsearch
 
 from adapters.base import Change
-from adapters.es import EsTarget, make_writer, reset_caches
+from adapters.es import make_writer, reset_caches
 from pipeline.mapping.loader import parse_mapping_text
 from tests.support import golden
+from tests.support.search import SearchServer
 
 #: row-mode cases (single table, _id = the key column); composite_key/no_primary_key need a
 #: computed or missing _id and are covered by test_es_join.py instead
@@ -22,12 +23,12 @@ PROPS = {"name": {"type": "keyword"}, "balance": {"type": "keyword"}, "note": {"
 
 
 @pytest.fixture
-def index(es: Elasticsearch):
+def index(search: SearchServer):
     name = f"sluice-es-{uuid.uuid4().hex[:10]}"
     reset_caches()
-    es.indices.create(index=name, mappings={"dynamic": "strict", "properties": PROPS})
+    search.create_index(name, {"dynamic": "strict", "properties": PROPS})
     yield name
-    es.indices.delete(index=name, ignore_unavailable=True)
+    search.delete_index(name)
 
 
 def accounts_mapping(index: str):
@@ -44,11 +45,6 @@ def expected(case: golden.GoldenCase) -> dict[str, dict]:
                       "score": None if r["score"] is None else int(r["score"])} for r in case.expected}
 
 
-def docs(es: Elasticsearch, index: str) -> dict[str, dict]:
-    es.indices.refresh(index=index)
-    return {h["_id"]: h["_source"] for h in es.search(index=index, size=1000)["hits"]["hits"]}
-
-
 def run(w, m, batches) -> None:
     for b in batches:
         for i in range(0, len(b), 4):  # chunks of commitBatch
@@ -57,40 +53,40 @@ def run(w, m, batches) -> None:
 
 
 @pytest.mark.parametrize("make_case", CASES, ids=lambda f: f.__name__)
-def test_golden_case(es, index, elasticsearch, make_case):
+def test_golden_case(search, index, make_case):
     case = make_case()
     m = accounts_mapping(index)
-    w = make_writer(EsTarget((elasticsearch["url"],)), (m,))
+    w = make_writer(search.target(), (m,))
     w.check()
     w.open()
     run(w, m, case.batches)
-    assert docs(es, index) == expected(case)
+    assert search.docs(index) == expected(case)
     run(w, m, case.batches)                      # replay everything
-    assert docs(es, index) == expected(case)
+    assert search.docs(index) == expected(case)
     w.close()
 
 
 @pytest.mark.parametrize("make_case", CASES, ids=lambda f: f.__name__)
-def test_golden_partial_then_full_replay(es, index, elasticsearch, make_case):
+def test_golden_partial_then_full_replay(search, index, make_case):
     case = make_case()
     m = accounts_mapping(index)
-    w = make_writer(EsTarget((elasticsearch["url"],)), (m,))
+    w = make_writer(search.target(), (m,))
     w.open()
     first = list(case.batches[0])
     run(w, m, [first[: len(first) // 2]])        # a crash after part of the first batch
     run(w, m, case.batches)                      # the next run replays from the cursor
-    assert docs(es, index) == expected(case)
+    assert search.docs(index) == expected(case)
 
 
-def test_update_of_missing_document_upserts_the_row(es, index, elasticsearch):
+def test_update_of_missing_document_upserts_the_row(search, index):
     """Row mode's missing-document rule: the UPDATE carries the whole row as ``upsert``."""
     t = golden.ACCOUNTS
     row = t.row(id="5", name="five", balance="5.00", note=None, score="1")
     change, after = t.update(row, note="late")
     m = accounts_mapping(index)
-    w = make_writer(EsTarget((elasticsearch["url"],)), (m,))
+    w = make_writer(search.target(), (m,))
     w.apply(m, [change])
-    assert docs(es, index) == {"5": {"name": "five", "balance": "5.00", "note": "late", "score": 1}}
+    assert search.docs(index) == {"5": {"name": "five", "balance": "5.00", "note": "late", "score": 1}}
 
 
 #: key kinds and their ``_id`` (docs/es.md: the key's value converted as a field is)
@@ -103,7 +99,7 @@ ID_KINDS = [("varbinary(8)", ["a\x00\x01", "\x00", "\x00\xff"],
 
 
 @pytest.mark.parametrize("mysql_type, values, doc_id", ID_KINDS, ids=[k[0] for k in ID_KINDS])
-def test_ids_of_every_key_kind(es, index, elasticsearch, mysql_type, values, doc_id):
+def test_ids_of_every_key_kind(search, index, mysql_type, values, doc_id):
     """Insert, update, key change (DELETE + INSERT, as the job splits it), delete, replay."""
     m = parse_mapping_text(f"""esMapping:
   _index: {index}
@@ -119,10 +115,10 @@ def test_ids_of_every_key_kind(es, index, elasticsearch, mysql_type, values, doc
     batches = [[ch("INSERT", a, "one"), ch("INSERT", b, "two")],
                [ch("UPDATE", a, "uno", {"name": "one"}), ch("DELETE", b, "two"), ch("INSERT", c, "two")],
                [ch("DELETE", a, "uno"), ch("INSERT", a, "again")]]
-    w = make_writer(EsTarget((elasticsearch["url"],)), (m,))
+    w = make_writer(search.target(), (m,))
     w.open()
     run(w, m, batches)
     run(w, m, batches)
     run(w, m, [batches[1][:1], *batches])
-    assert docs(es, index) == {doc_id(c): {"name": "two"}, doc_id(a): {"name": "again"}}
+    assert search.docs(index) == {doc_id(c): {"name": "two"}, doc_id(a): {"name": "again"}}
     w.close()

@@ -1,25 +1,32 @@
-"""errors.py classifies every Elasticsearch failure, and retries what is transient.
+"""errors.py classifies every Elasticsearch and OpenSearch failure, and retries what is transient.
 
-The suite's server cannot be made to answer 429/503 on demand, so the classifier is tested
-with constructed elasticsearch-py exceptions and bulk item results; the transient path of a
-real bulk is exercised against a closed port (connection refused). Also: the config of an
-``outerAdapters`` entry, and ``relations`` documents (join field + routing), which this
-server cannot store (no parent-join module).
+The suite's servers cannot be made to answer 429/503 on demand, so the classifiers are tested
+with constructed elasticsearch-py and opensearch-py exceptions and bulk item results; the
+transient path of a real bulk is exercised against a closed port (connection refused) with both
+clients. Also: the config of an ``outerAdapters`` entry, a client pointed at the other product,
+and ``relations`` documents (join field + routing) as built; OpenSearch stores them
+(test_opensearch_join.py), the suite's Elasticsearch cannot (no parent-join module).
 """
 
 from __future__ import annotations
 
 import socket
+import uuid
+from dataclasses import replace
 
 import elastic_transport
+import opensearchpy
 import pytest
 from elasticsearch import ApiError, BadRequestError
 
+from adapters import registry
 from adapters.base import Change
 from adapters.es import EsTarget, make_writer, target_from_adapter
 from adapters.es.chunk import ChunkApplier
 from adapters.es.documents import doc_plan
 from adapters.es.errors import EsItemError, EsTransientError, from_exception, item_error
+from adapters.opensearch import errors as os_errors
+from adapters.opensearch import target_from_adapter as os_target_from_adapter
 from pipeline.config import OuterAdapter, parse_config
 from pipeline.errors import ConfigError, TargetError, TransientError
 from pipeline.mapping.loader import parse_mapping_text
@@ -32,6 +39,7 @@ def _meta(status: int) -> elastic_transport.ApiResponseMeta:
 
 @pytest.mark.parametrize("status,etype,transient", [
     (429, "es_rejected_execution_exception", True),
+    (429, "rejected_execution_exception", True),      # OpenSearch's name for it
     (503, "unavailable_shards_exception", True),
     (409, "version_conflict_engine_exception", True),
     (500, "circuit_breaking_exception", True),
@@ -63,19 +71,78 @@ def test_api_errors_classification():
     assert "timed out" in str(from_exception(slow, "bulk", "http://h:9200"))
 
 
-def test_unreachable_cluster_is_transient_and_hides_the_password():
+def test_opensearch_client_errors_classification():
+    """opensearch-py's exceptions (adapters/opensearch/errors.py): the same rules, its own classes."""
+    busy = opensearchpy.TransportError(429, "rejected_execution_exception",
+                                       {"error": {"type": "rejected_execution_exception", "reason": "queue full"}})
+    e = os_errors.from_exception(busy, "bulk", "http://h:9200")
+    assert isinstance(e, TransientError) and "OpenSearch at http://h:9200 answered HTTP 429" in str(e)
+    bad = opensearchpy.RequestError(400, "mapper_parsing_exception",
+                                    {"error": {"type": "mapper_parsing_exception", "reason": "nope"}})
+    e = os_errors.from_exception(bad, "bulk", "http://h:9200")
+    assert isinstance(e, TargetError) and not isinstance(e, TransientError) and "mapper_parsing_exception" in str(e)
+    denied = opensearchpy.AuthorizationException(403, "security_exception", {"error": "no permissions"})
+    e = os_errors.from_exception(denied, "bulk", "http://h:9200")
+    assert not isinstance(e, TransientError) and "security.auth" in e.hint
+    down = opensearchpy.ConnectionError("N/A", "refused", ConnectionRefusedError("refused"))
+    assert isinstance(os_errors.from_exception(down, "bulk", "http://h:9200"), TransientError)
+    slow = opensearchpy.ConnectionTimeout("TIMEOUT", "timed out", TimeoutError("read timed out"))
+    assert "timed out to OpenSearch" in str(os_errors.from_exception(slow, "bulk", "http://h:9200"))
+
+
+@pytest.mark.parametrize("name", ["es8", "opensearch"])
+def test_unreachable_cluster_is_transient_and_hides_the_password(name):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # closed again: connection refused
-    adapter = OuterAdapter(name="es8", key="es1", hosts=f"127.0.0.1:{port}",
+    adapter = OuterAdapter(name=name, key="es1", hosts=f"127.0.0.1:{port}",
                            properties={"mode": "rest", "security.auth": "elastic:s3cr3t-pw"})
-    target = target_from_adapter(adapter, "sluice.yml", "groups[0].outerAdapters[0]")
-    target = EsTarget(target.hosts, target.username, target.password, request_timeout=2, item_retries=0)
+    target = registry.target_from_adapter(adapter, "sluice.yml", "groups[0].outerAdapters[0]")
+    assert target.product == ("opensearch" if name == "opensearch" else "elasticsearch")
+    target = replace(target, request_timeout=2, item_retries=0)
     m = parse_mapping_text("esMapping:\n  _index: x\n  _id: id\n  sql: select t.id, t.a from t t\n", "m.yml")
-    w = make_writer(target, (m,))
+    w = registry.make_writer(registry.kind_of(name), target, (m,))
     with pytest.raises(TransientError) as e:
         w.apply(m, [Change("INSERT", "db", "t", {"id": "1", "a": "x"}, mysql_type={"id": "int", "a": "text"})])
     assert "s3cr3t" not in str(e.value) and "could not connect" in str(e.value)
+    assert target.product_name in str(e.value)
+
+
+def test_a_real_429_is_transient_then_lands(search):
+    """The server's in-flight request breaker lowered below a bulk request's size: every bulk gets
+    HTTP 429 ``circuit_breaking_exception``, which each client raises its own way and the adapter
+    classifies as transient; with the breaker restored the same chunk lands."""
+    index = f"sluice-429-{uuid.uuid4().hex[:8]}"
+    m = parse_mapping_text(f"esMapping:\n  _index: {index}\n  _id: id\n  sql: select t.id, t.a from t t\n", "m.yml")
+    changes = [Change("INSERT", "db", "t", {"id": str(i), "a": "x" * 200}, mysql_type={"id": "int", "a": "text"})
+               for i in range(40)]
+    w = make_writer(search.target(item_retries=0), (m,))
+    setting = "network.breaker.inflight_requests.limit"
+    search.create_index(index)
+    try:
+        search.cluster_setting(setting, "2kb")
+        try:
+            with pytest.raises(TransientError) as e:
+                w.apply(m, changes)
+        finally:
+            search.cluster_setting(setting, None)
+        assert "429" in str(e.value) and "circuit_breaking_exception" in str(e.value)
+        assert ("OpenSearch" if search.is_os else "Elasticsearch") in str(e.value)
+        w.apply(m, changes)                                   # the retry of the chunk lands
+        assert len(search.docs(index)) == 40
+    finally:
+        search.delete_index(index)
+
+
+def test_each_client_refuses_the_other_product(search):
+    """elasticsearch-py refuses OpenSearch (its product check; canal's adapter fails there too);
+    the opensearch adapter refuses a server that is not OpenSearch. Both say which name to use."""
+    m = parse_mapping_text("esMapping:\n  _index: x\n  _id: id\n  sql: select t.id from t t\n", "m.yml")
+    other = "elasticsearch" if search.is_os else "opensearch"
+    w = make_writer(search.target(product=other), (m,))
+    with pytest.raises(TargetError) as e:
+        w.check()
+    assert ("name: opensearch" if search.is_os else "name: es8") in (e.value.hint or "") + str(e.value)
 
 
 def test_target_from_canal_adapter_and_sources():
@@ -96,6 +163,16 @@ def test_target_from_canal_adapter_and_sources():
                            "m.yml")
     with pytest.raises(ConfigError, match="other"):
         t.source_for(m)
+    o = os_target_from_adapter(OuterAdapter(name="opensearch", key="os1", hosts="127.0.0.1:9200",
+                                            properties={"security.auth": "admin:pw"}), "f.yml", "k", cfg=cfg)
+    assert o.product == "opensearch" and o.product_name == "OpenSearch" and dict(o.sources) == dict(t.sources)
+    kw = o.client_kwargs()
+    assert kw["http_auth"] == ("admin", "pw") and kw["hosts"] == ["http://127.0.0.1:9200"] and "use_ssl" not in kw
+    with pytest.raises(ConfigError, match="REST only"):
+        os_target_from_adapter(OuterAdapter(name="opensearch", hosts="h:9300", properties={"mode": "transport"}),
+                               "f", "k")
+    with pytest.raises(ConfigError, match="OpenSearch HTTP address"):
+        os_target_from_adapter(OuterAdapter(name="opensearch"), "f", "k")
 
 
 def test_id_must_come_from_the_main_table():
@@ -142,8 +219,8 @@ def test_relations_documents_carry_join_field_and_routing():
     assert doc.body == {"order_id": 5, "customer_order": {"name": "order", "parent": "7"}}
 
 
-def test_check_refuses_relations_without_a_join_field(elasticsearch):
+def test_check_refuses_relations_without_a_join_field(search):
     m = parse_mapping_text("esMapping:\n  _index: sluice-no-join\n  _id: id\n  relations:\n    j:\n      name: p\n"
                            "  sql: select t.id from t t\n", "m.yml")
     with pytest.raises(TargetError, match="no join field"):
-        make_writer(EsTarget((elasticsearch["url"],)), (m,)).check()
+        make_writer(search.target(), (m,)).check()

@@ -1,4 +1,5 @@
-"""canal's ``mytest_user`` example (user LEFT JOIN role) and a computed ``_id``, for real.
+"""canal's ``mytest_user`` example (user LEFT JOIN role) and a computed ``_id``, for real, on
+Elasticsearch and on OpenSearch (the ``search`` fixture).
 
 The source tables live in the suite's MariaDB under a unique database; each test changes
 them with SQL and hands the writer the Change records the capture stage would produce (Dml
@@ -13,14 +14,14 @@ import datetime as dt
 import uuid
 from pathlib import Path
 
-import pymysql
 import pytest
-from elasticsearch import Elasticsearch
 
 from adapters.base import Change
 from adapters.es import EsTarget, SourceDb, make_writer, reset_caches
 from pipeline.errors import TargetError
 from pipeline.mapping.loader import load_mapping, parse_mapping_text
+from tests.support.search import SearchServer
+from tests.support.source import Source
 
 REPO = Path(__file__).resolve().parents[2]
 CANAL_ES8 = REPO.parent / "shared" / "reference" / "canal-mappings" / "es8"
@@ -30,51 +31,10 @@ TYPES = {"user": {"id": "bigint(20)", "name": "varchar(50)", "role_id": "bigint(
                        "c_time": "datetime"}}
 
 
-class Source:
-    """Source tables on the real MariaDB, and the Change each statement produces."""
-
-    def __init__(self, info: dict, db: str):
-        self.db = db
-        self.conn = pymysql.connect(host=info["host"], port=info["port"], user=info["user"],
-                                    password=info["password"], autocommit=True, charset="utf8mb4")
-        self.rows: dict[tuple[str, str], dict] = {}
-
-    def sql(self, stmt: str, params: tuple = ()) -> list[tuple]:
-        with self.conn.cursor() as cur:
-            cur.execute(stmt, params)
-            return list(cur.fetchall())
-
-    def _change(self, kind: str, table: str, data: dict, old: dict | None = None) -> Change:
-        return Change(kind, self.db, table, dict(data), old, ("id",), TYPES[table])
-
-    def insert(self, table: str, **row: str | None) -> Change:
-        row = {c: row.get(c) for c in TYPES[table]}
-        cols = ", ".join(f"`{c}`" for c in row)
-        self.sql(f"INSERT INTO `{self.db}`.`{table}` ({cols}) VALUES ({', '.join(['%s'] * len(row))})",
-                 tuple(row.values()))
-        self.rows[(table, row["id"])] = row
-        return self._change("INSERT", table, row)
-
-    def update(self, table: str, id_: str, **changes: str | None) -> list[Change]:
-        before = self.rows.pop((table, id_))
-        after = {**before, **changes}
-        sets = ", ".join(f"`{c}`=%s" for c in changes)
-        self.sql(f"UPDATE `{self.db}`.`{table}` SET {sets} WHERE id=%s", (*changes.values(), id_))
-        self.rows[(table, after["id"])] = after
-        if after["id"] != id_:  # the job splits a PK-changing UPDATE
-            return [self._change("DELETE", table, before), self._change("INSERT", table, after)]
-        return [self._change("UPDATE", table, after, {c: before[c] for c in changes})]
-
-    def delete(self, table: str, id_: str) -> Change:
-        row = self.rows.pop((table, id_))
-        self.sql(f"DELETE FROM `{self.db}`.`{table}` WHERE id=%s", (id_,))
-        return self._change("DELETE", table, row)
-
-
 @pytest.fixture
 def src(mariadb: dict):
     db = f"es_src_{uuid.uuid4().hex[:8]}"
-    s = Source(mariadb, db)
+    s = Source(mariadb, db, TYPES)
     s.sql(f"CREATE DATABASE `{db}`")
     s.sql(f"CREATE TABLE `{db}`.`user` (id BIGINT PRIMARY KEY, name VARCHAR(50), role_id BIGINT, c_time DATETIME)")
     s.sql(f"CREATE TABLE `{db}`.`role` (id BIGINT PRIMARY KEY, role_name VARCHAR(50))")
@@ -82,21 +42,21 @@ def src(mariadb: dict):
           "c_time DATETIME)")
     yield s
     s.sql(f"DROP DATABASE `{db}`")
-    s.conn.close()
+    s.close()
 
 
 @pytest.fixture
-def index(es: Elasticsearch):
+def index(search: SearchServer):
     name = f"sluice-es-{uuid.uuid4().hex[:10]}"
     reset_caches()
     yield name
-    es.indices.delete(index=name, ignore_unavailable=True)
+    search.delete_index(name)
 
 
-def target(elasticsearch: dict, mariadb: dict, db: str) -> EsTarget:
+def target(search: SearchServer, mariadb: dict, db: str) -> EsTarget:
     ds = SourceDb(mariadb["host"], mariadb["port"], mariadb["user"], _secret(mariadb["password"]), db,
                   name="defaultDS")
-    return EsTarget((elasticsearch["url"],), sources=(("defaultDS", ds),))
+    return search.target(sources=(("defaultDS", ds),))
 
 
 def _secret(pw: str):
@@ -121,12 +81,6 @@ def expected_users(src: Source) -> dict[str, dict]:
                    f"LEFT JOIN `{src.db}`.`role` b ON b.id = a.role_id")
     return {str(r[0]): {"name": r[1], "role_id": r[2], "role_name": r[3],
                         "c_time": r[4].isoformat() if isinstance(r[4], dt.datetime) else None} for r in rows}
-
-
-def docs(es: Elasticsearch, index: str) -> dict[str, dict]:
-    es.indices.refresh(index=index)
-    hits = es.search(index=index, size=1000, query={"match_all": {}})["hits"]["hits"]
-    return {h["_id"]: h["_source"] for h in hits}
 
 
 def apply(w, m, changes: list[Change], chunk: int = 1000) -> None:
@@ -159,101 +113,102 @@ def _steps(s: Source):
     yield b4
 
 
-def test_mytest_user_converges_and_replays(es, src, index, elasticsearch, mariadb):
+def test_mytest_user_converges_and_replays(search, src, index, mariadb):
     m = user_mapping(index)
-    w = make_writer(target(elasticsearch, mariadb, src.db), (m,))
+    w = make_writer(target(search, mariadb, src.db), (m,))
     w.check()
     w.open()
     everything = []
     for batch in _steps(src):
         apply(w, m, batch)
         everything += batch
-        assert docs(es, index) == expected_users(src)
-    assert "role_name" in next(iter(docs(es, index).values()))
+        assert search.docs(index) == expected_users(src)
+    assert "role_name" in next(iter(search.docs(index).values()))
     assert w.stats.inserted[f"{src.db}.user"] == 7 and w.stats.deleted[f"{src.db}.role"] == 3
-    before = docs(es, index)
+    before = search.docs(index)
     apply(w, m, everything)                   # replay every batch
-    assert docs(es, index) == before == expected_users(src)
+    assert search.docs(index) == before == expected_users(src)
     apply(w, m, everything, chunk=3)          # replay in small chunks
-    assert docs(es, index) == before
+    assert search.docs(index) == before
     w.close()
 
 
-def test_joined_changes_before_main_changes_converge(es, src, index, elasticsearch, mariadb):
+def test_joined_changes_before_main_changes_converge(search, src, index, mariadb):
     """Main-table and joined-table changes travel in different partitions: any order converges
     (here the source has already moved past every batch, as it does in production)."""
     m = user_mapping(index)
-    w = make_writer(target(elasticsearch, mariadb, src.db), (m,))
+    w = make_writer(target(search, mariadb, src.db), (m,))
     w.open()
     everything = [c for b in _steps(src) for c in b]
     joined = [c for c in everything if c.table == "role"]
     main = [c for c in everything if c.table == "user"]
     apply(w, m, joined)
     apply(w, m, main)
-    assert docs(es, index) == expected_users(src)
+    assert search.docs(index) == expected_users(src)
 
 
-def test_deleted_and_readded_role(es, src, index, elasticsearch, mariadb):
+def test_deleted_and_readded_role(search, src, index, mariadb):
     m = user_mapping(index)
-    w = make_writer(target(elasticsearch, mariadb, src.db), (m,))
+    w = make_writer(target(search, mariadb, src.db), (m,))
     w.open()
     apply(w, m, [src.insert("role", id="7", role_name="seven"),
                  src.insert("user", id="1", name="a", role_id="7", c_time="2024-01-01 00:00:00"),
                  src.insert("user", id="2", name="b", role_id="7", c_time=None)])
-    assert {d["role_name"] for d in docs(es, index).values()} == {"seven"}
+    assert {d["role_name"] for d in search.docs(index).values()} == {"seven"}
     apply(w, m, [src.delete("role", "7")])
-    got = docs(es, index)
+    got = search.docs(index)
     assert {d["role_name"] for d in got.values()} == {None} and got == expected_users(src)
     apply(w, m, [src.insert("role", id="7", role_name="seven again")])
-    assert {d["role_name"] for d in docs(es, index).values()} == {"seven again"}
-    assert docs(es, index) == expected_users(src)
+    assert {d["role_name"] for d in search.docs(index).values()} == {"seven again"}
+    assert search.docs(index) == expected_users(src)
 
 
 def order_mapping(index: str):
-    """canal's es8/biz_order.yml without ``relations`` (the suite's server has no join field)."""
+    """canal's es8/biz_order.yml without ``relations`` (the suite's Elasticsearch has no join field;
+    with them, on OpenSearch: test_opensearch_join.py)."""
     text = (CANAL_ES8 / "biz_order.yml").read_text().replace("_index: customer", f"_index: {index}")
     head, _, rest = text.partition("  relations:\n")
     rest = rest.split("\n", 3)[3]  # drop the three lines of the relation
     return parse_mapping_text(head + rest, "biz_order.yml")
 
 
-def test_computed_id_insert_update_delete(es, src, index, elasticsearch, mariadb):
+def test_computed_id_insert_update_delete(search, src, index, mariadb):
     m = order_mapping(index)
     assert m.spec.relations == {} and m.spec.query.field("_id").is_simple is False
-    w = make_writer(target(elasticsearch, mariadb, src.db), (m,))
+    w = make_writer(target(search, mariadb, src.db), (m,))
     w.open()
     ins = [src.insert("biz_order", id=str(i), customer_id="9", serial_code=f"S{i}", c_time="2024-02-03 04:05:06")
            for i in range(1, 5)]
     apply(w, m, ins)
-    got = docs(es, index)
+    got = search.docs(index)
     assert sorted(got) == ["oid_1", "oid_2", "oid_3", "oid_4"]
     assert got["oid_2"] == {"order_id": 2, "order_serial": "S2", "order_time": "2024-02-03T04:05:06"}
     changes = src.update("biz_order", "2", serial_code="S2b") + [src.delete("biz_order", "3")]
     changes += src.update("biz_order", "4", id="40")
     apply(w, m, changes)
-    got = docs(es, index)
+    got = search.docs(index)
     assert sorted(got) == ["oid_1", "oid_2", "oid_40"] and got["oid_2"]["order_serial"] == "S2b"
     apply(w, m, ins + changes)  # replay: the rows are gone or moved, the index stays as the source says
-    assert sorted(docs(es, index)) == ["oid_1", "oid_2", "oid_40"]
+    assert sorted(search.docs(index)) == ["oid_1", "oid_2", "oid_40"]
 
 
-def test_missing_document_on_update_is_requeried(es, src, index, elasticsearch, mariadb):
+def test_missing_document_on_update_is_requeried(search, src, index, mariadb):
     """The missing-document rule: an UPDATE whose document is absent indexes the re-queried one."""
     m = user_mapping(index)
-    w = make_writer(target(elasticsearch, mariadb, src.db), (m,))
+    w = make_writer(target(search, mariadb, src.db), (m,))
     w.open()
     src.insert("role", id="1", role_name="admin")
     src.insert("user", id="1", name="a", role_id="1", c_time=None)   # its INSERT never reached the index
     apply(w, m, src.update("user", "1", name="b"))
-    assert docs(es, index) == expected_users(src) == {"1": {"name": "b", "role_id": 1, "role_name": "admin",
+    assert search.docs(index) == expected_users(src) == {"1": {"name": "b", "role_id": 1, "role_name": "admin",
                                                             "c_time": None}}
 
 
-def test_bulk_item_failure_raises_target_error(es, src, index, elasticsearch, mariadb):
-    es.indices.create(index=index, mappings={"dynamic": "strict", "properties": {
+def test_bulk_item_failure_raises_target_error(search, src, index, mariadb):
+    search.create_index(index, {"dynamic": "strict", "properties": {
         "name": {"type": "keyword"}, "role_id": {"type": "long"}, "c_time": {"type": "date"}}})
     m = user_mapping(index)
-    w = make_writer(target(elasticsearch, mariadb, src.db), (m,))
+    w = make_writer(target(search, mariadb, src.db), (m,))
     w.open()
     changes = [src.insert("user", id="1", name="a", role_id=None, c_time=None)]
     with pytest.raises(TargetError) as e:
@@ -261,3 +216,4 @@ def test_bulk_item_failure_raises_target_error(es, src, index, elasticsearch, ma
     text = str(e.value)
     assert index in text and "_id=1" in text and "strict_dynamic_mapping_exception" in text
     assert "role_name" in text and mariadb["password"] not in text
+    assert ("OpenSearch rejected" if search.is_os else "Elasticsearch rejected") in text

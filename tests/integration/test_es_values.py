@@ -1,5 +1,6 @@
-"""Values: the golden every-type row through the real Elasticsearch, by field type; the same
-document from the binlog strings and from re-querying the source (invariant 4)."""
+"""Values: the golden every-type row through the real Elasticsearch and OpenSearch (the ``search``
+fixture), by field type; the same document from the binlog strings and from re-querying the
+source (invariant 4)."""
 
 from __future__ import annotations
 
@@ -8,15 +9,15 @@ import uuid
 
 import pymysql
 import pytest
-from elasticsearch import Elasticsearch
 
 from adapters.base import Change
-from adapters.es import EsTarget, SourceDb, make_writer, reset_caches
+from adapters.es import SourceDb, make_writer, reset_caches
 from adapters.es.values import capture_converter, field_converter
 from pipeline.errors import TargetError
 from pipeline.mapping.loader import parse_mapping_text
 from pipeline.secrets import Secret
 from tests.support.golden import EVERY_TYPE, EVERY_TYPE_VALUES, every_type_row
+from tests.support.search import SearchServer
 
 COLS = [c for c, _, _ in EVERY_TYPE_VALUES]
 #: an explicit mapping for every column (numbers that do not fit a long are keywords)
@@ -27,12 +28,17 @@ ES_TYPES = {"u64": "keyword", "i64": "long", "tiny1": "boolean", "tiny_s": "byte
             "txt": "text", "bin": "binary", "blob": "binary", "bin4": "binary", "ch": "keyword", "nul": "keyword"}
 
 
+def es_types(search: SearchServer) -> dict[str, str]:
+    """ES_TYPES on this server: OpenSearch's ``flattened`` is ``flat_object``."""
+    return {c: ("flat_object" if t == "flattened" and search.is_os else t) for c, t in ES_TYPES.items()}
+
+
 @pytest.fixture
-def index(es: Elasticsearch):
+def index(search: SearchServer):
     name = f"sluice-es-{uuid.uuid4().hex[:10]}"
     reset_caches()
     yield name
-    es.indices.delete(index=name, ignore_unavailable=True)
+    search.delete_index(name)
 
 
 def mapping(index: str, sql: str, extra: str = ""):
@@ -43,14 +49,13 @@ def row_sql() -> str:
     return "select " + ", ".join(f"t.{c}" for c in COLS) + " from every_type t"
 
 
-def test_every_type_by_field_type(es, index, elasticsearch):
-    es.indices.create(index=index, mappings={"properties": {c: {"type": t} for c, t in ES_TYPES.items()}})
+def test_every_type_by_field_type(search, index):
+    search.create_index(index, {"properties": {c: {"type": t} for c, t in es_types(search).items()}})
     m = mapping(index, row_sql(), "  objFields:\n    s: 'array:,'\n")
-    w = make_writer(EsTarget((elasticsearch["url"],)), (m,))
+    w = make_writer(search.target(), (m,))
     w.open()
     w.apply(m, [EVERY_TYPE.insert(every_type_row())])
-    es.indices.refresh(index=index)
-    d = es.get(index=index, id="1")["_source"]
+    d = search.get(index, "1")
     v = dict((c, x) for c, _, x in EVERY_TYPE_VALUES)
     assert d["u64"] == "18446744073709551615" and d["bit64"] == "18446744073709551615"
     assert d["i64"] == -9223372036854775808 and d["tiny1"] is True and d["tiny_s"] == -128
@@ -67,27 +72,27 @@ def test_every_type_by_field_type(es, index, elasticsearch):
     assert base64.b64decode(d["blob"]) == bytes(range(256))
     assert base64.b64decode(d["bin4"]) == b"\x00\x01\x00\x00"
     # date fields are searchable as dates: the DATETIME and TIMESTAMP above are 4 h apart
-    hits = es.search(index=index, query={"range": {"ts6": {"gt": "2024-11-03T05:00:00Z"}}})["hits"]["total"]
-    assert hits["value"] == 1
+    assert search.count(index, {"range": {"ts6": {"gt": "2024-11-03T05:00:00Z"}}}) == 1
+    assert search.count(index, {"range": {"dt6": {"gt": "2024-11-03T05:00:00Z"}}}) == 0
 
 
-def test_unmapped_index_defaults_and_long_overflow_fails(es, index, elasticsearch):
+def test_unmapped_index_defaults_and_long_overflow_fails(search, index):
     cols = [c for c in COLS if c not in ("u64", "bit64")]
     m = mapping(index, "select " + ", ".join(f"t.{c}" for c in cols) + " from every_type t")
-    w = make_writer(EsTarget((elasticsearch["url"],)), (m,))
+    w = make_writer(search.target(), (m,))
     w.open()
     w.apply(m, [EVERY_TYPE.insert(every_type_row())])
-    d = es.get(index=index, id="1")["_source"]
+    d = search.get(index, "1")
     values = {c: x for c, _, x in EVERY_TYPE_VALUES}
     assert d["dec"] == float(values["dec"])  # a double by default
     assert d["tiny1"] == 255 and d["bit5"] == 5 and d["j"] == values["j"]  # JSON stays text
     m2 = mapping(index + "-b", row_sql())
-    w2 = make_writer(EsTarget((elasticsearch["url"],)), (m2,))
+    w2 = make_writer(search.target(), (m2,))
     try:
         with pytest.raises(TargetError, match=r"u64.*out of range of long|_id=1"):
             w2.apply(m2, [EVERY_TYPE.insert(every_type_row())])
     finally:
-        es.indices.delete(index=index + "-b", ignore_unavailable=True)
+        search.delete_index(index + "-b")
 
 
 def test_geo_point_boolean_and_object_rules():
@@ -130,15 +135,16 @@ def source_table(mariadb: dict):
     conn.close()
 
 
-def test_requeried_document_equals_binlog_document(es, index, elasticsearch, source_table):
+def test_requeried_document_equals_binlog_document(search, index, source_table):
     """A join mapping re-queries the row; a single-table mapping builds it from the binlog
     strings. Both must give the same document (FLOAT excepted: docs/es.md)."""
     mariadb, db = source_table
     cols = [c for c in COLS if c not in ("f32", "f32max")]  # FLOAT re-queried: 6 digits (docs/es.md)
-    es.indices.create(index=index, mappings={"properties": {c: {"type": ES_TYPES[c]} for c in cols if c in ES_TYPES}})
+    types = es_types(search)
+    search.create_index(index, {"properties": {c: {"type": types[c]} for c in cols if c in types}})
     ds = SourceDb(mariadb["host"], mariadb["port"], mariadb["user"], Secret(mariadb["password"]), db,
                   name="defaultDS")
-    target = EsTarget((elasticsearch["url"],), sources=(("defaultDS", ds),))
+    target = search.target(sources=(("defaultDS", ds),))
     single = mapping(index, "select " + ", ".join(f"t.{c}" for c in cols) + " from every_type t")
     joined = mapping(index, "select " + ", ".join(f"t.{c}" for c in cols)
                      + " from every_type t left join extra x on x.id = t.id")
@@ -146,8 +152,8 @@ def test_requeried_document_equals_binlog_document(es, index, elasticsearch, sou
     w = make_writer(target, (single, joined))
     w.open()
     w.apply(single, [change])
-    from_binlog = es.get(index=index, id="1")["_source"]
-    es.delete(index=index, id="1", refresh=True)
+    from_binlog = search.get(index, "1")
+    search.delete_doc(index, "1")
     w.apply(joined, [change])
-    from_source = es.get(index=index, id="1")["_source"]
+    from_source = search.get(index, "1")
     assert from_source == from_binlog

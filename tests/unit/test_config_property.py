@@ -221,14 +221,17 @@ prop_values = st.one_of(scalars, st.sampled_from(URLS), st.lists(st.text(max_siz
 @settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.dictionaries(st.sampled_from(PROPS), prop_values, max_size=6), prop_values)
 def test_random_adapter_properties_raise_only_config_errors(props, hosts):
-    """What the job builds from ``outerAdapters[].properties`` (RDB and ES targets)."""
+    """What the job builds from ``outerAdapters[].properties`` (RDB, ES and OpenSearch targets)."""
     from types import SimpleNamespace
 
     from adapters.es.config import target_from_adapter as es_target
+    from adapters.opensearch.config import target_from_adapter as os_target
     from adapters.rdb import RdbTarget
 
     for build in (lambda: RdbTarget.from_properties(props, "c.yml", "k"),
-                  lambda: es_target(SimpleNamespace(name="es8", key="k", hosts=hosts, properties=props), "c.yml", "k")):
+                  lambda: es_target(SimpleNamespace(name="es8", key="k", hosts=hosts, properties=props), "c.yml", "k"),
+                  lambda: os_target(SimpleNamespace(name="opensearch", key="k", hosts=hosts, properties=props),
+                                    "c.yml", "k")):
         try:
             repr(build())
         except ConfigError as e:

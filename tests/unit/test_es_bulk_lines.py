@@ -1,8 +1,10 @@
-"""The bulk body lines the Elasticsearch writer sends (no server needed)."""
+"""The bulk body lines the search writer sends to Elasticsearch and OpenSearch (no server needed)."""
 
 from __future__ import annotations
 
 import json
+
+import pytest
 
 from adapters.es.bulk import Action, _lines
 
@@ -24,11 +26,14 @@ def test_an_integer_beyond_64_bits_is_sent_for_elasticsearch_to_judge():
     assert body == b'{"n":1180591620717411303424}'
 
 
-def test_the_es_password_is_masked_in_logs_once_a_client_exists():
+@pytest.mark.parametrize("product", ["elasticsearch", "opensearch"])
+def test_the_password_is_masked_in_logs_once_a_client_exists(product):
     from adapters.es.bulk import client
     from adapters.es.config import EsTarget
     from pipeline.logs import mask
     from pipeline.secrets import Secret
 
-    client(EsTarget(hosts=("http://127.0.0.1:9",), username="elastic", password=Secret("es-Pw-5l9q")))
-    assert mask("connect failed for elastic:es-Pw-5l9q@127.0.0.1") == "connect failed for elastic:***@127.0.0.1"
+    pw = f"{product[:2]}-Pw-5l9q"
+    api = client(EsTarget(hosts=("http://127.0.0.1:9",), username="elastic", password=Secret(pw), product=product))
+    assert api.product == ("OpenSearch" if product == "opensearch" else "Elasticsearch")
+    assert mask(f"connect failed for elastic:{pw}@127.0.0.1") == "connect failed for elastic:***@127.0.0.1"

@@ -1,5 +1,5 @@
 """TLS settings of the MySQL source (``source.ssl``), the RDB targets (``tls.*`` and JDBC URL
-parameters) and Elasticsearch (``security.*``): parsed, refused with the key named, and turned
+parameters) and Elasticsearch/OpenSearch (``security.*``): parsed, refused with the key named, and turned
 into the driver's TLS arguments. No TLS server is needed."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import certifi
 import pytest
 
 from adapters.es.config import target_from_adapter as es_target
+from adapters.opensearch.config import target_from_adapter as os_target
 from adapters.rdb import RdbTarget
 from adapters.rdb.dialects import connect_args
 from pipeline.config import parse_config
@@ -140,6 +141,28 @@ def test_es_tls_settings(client_pem):
     off = _es("https://es:9200", **{"security.verify": "false"}).client_kwargs()
     assert off["verify_certs"] is False and "ca_certs" not in off
     assert _es("https://es:9200", **{"security.verify": True}).verify_certs is True
+
+
+def test_opensearch_tls_settings(client_pem):
+    """The same keys become opensearch-py's arguments (``http_auth``, ``use_ssl``, ``timeout``)."""
+    cert, key = client_pem
+    props = {"security.ca.path": CA, "security.cert.path": cert, "security.key.path": key,
+             "security.auth": "admin:pw"}
+    t = os_target(SimpleNamespace(name="opensearch", key="os1", hosts="https://os1:9200", properties=props), F, K)
+    kw = t.client_kwargs()
+    assert kw["ca_certs"] == CA and kw["client_cert"] == cert and kw["client_key"] == key and kw["use_ssl"]
+    assert kw["verify_certs"] is True and kw["http_auth"] == ("admin", "pw") and kw["timeout"] == 60.0
+    assert "pw" not in t.label and "pw" not in repr(t.password)
+    from opensearchpy import OpenSearch
+
+    OpenSearch(**kw).close()                                         # the client accepts them
+    off = os_target(SimpleNamespace(name="opensearch", key="os1", hosts="https://os:9200",
+                                    properties={"security.verify": "false"}), F, K).client_kwargs()
+    assert off["verify_certs"] is False and off["ssl_show_warn"] is False and "ca_certs" not in off
+    with pytest.raises(ConfigError) as err:
+        os_target(SimpleNamespace(name="opensearch", key="os1", hosts="os:9200",
+                                  properties={"security.ca.path": CA}), F, K)
+    assert err.value.key == f"{K}.properties.security.ca.path"
 
 
 @pytest.mark.parametrize("hosts, props, key, problem", [
