@@ -12,7 +12,7 @@ import tomllib
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-OURS = {"pipeline", "adapters"}
+OURS = {"pipeline", "adapters", "sluice_binlog"}  # sluice_binlog: native/, built by scripts/bootstrap
 
 
 def _norm(name: str) -> str:
