@@ -11,14 +11,24 @@ Every error names the file and the key.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
 from pipeline.errors import ConfigError
 from pipeline.mapping.loader import StrictLoader, read_text
@@ -35,6 +45,56 @@ ENV_OVERRIDES = {
 #: pymysql ``ssl`` keys accepted in ``source.ssl`` (a key password is not supported: use an unencrypted key file)
 SSL_KEYS = ("ca", "capath", "cert", "key", "cipher", "check_hostname", "verify_mode")
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+#: ssl keys whose value is a file path or a cipher list (a string), and the verify modes pymysql
+#: knows by name (any other word silently means its default: no verification without a CA)
+SSL_PATHS = ("ca", "capath", "cert", "key", "cipher")
+VERIFY_MODES = ("required", "optional", "none")
+_WHOLE = re.compile(r"\s*[+-]?[0-9]+\s*")
+_NUMBER = re.compile(r"\s*[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\s*")
+
+
+def _whole(value: Any) -> Any:
+    """A whole number: an int, or its digits as text (an environment override is text). YAML's
+    true/false (also yes/no/on/off) is a bool, which Python would take as 1/0: refused, as are
+    fractions and floats."""
+    if isinstance(value, bool) or isinstance(value, float):
+        raise ValueError(f"must be a whole number, got {str(value).lower()}")
+    if isinstance(value, str):
+        if not _WHOLE.fullmatch(value):
+            raise ValueError(f"must be a whole number, got {value[:40]!r}")
+        return int(value)
+    return value
+
+
+def _seconds(value: Any) -> Any:
+    """A number of seconds: an int or float, or a decimal number as text; not a bool."""
+    if isinstance(value, bool):
+        raise ValueError(f"must be a number of seconds, got {str(value).lower()}")
+    if isinstance(value, str):
+        if not _NUMBER.fullmatch(value):
+            raise ValueError(f"must be a number of seconds, got {value[:40]!r}")
+        return float(value)
+    return value
+
+
+def _finite(value: float) -> float:
+    if not math.isfinite(value):
+        raise ValueError(f"must be a finite number of seconds, got {value}")
+    return value
+
+
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be empty")
+    return value
+
+
+#: a whole number (a bool or a float is refused; digits as text, e.g. from an environment override, are taken)
+Int = Annotated[int, BeforeValidator(_whole)]
+#: a finite number of seconds (a bool, .inf and .nan are refused)
+Seconds = Annotated[float, BeforeValidator(_seconds), AfterValidator(_finite)]
+#: a string with something in it (a host, a path, a URL, a Spark master)
+Text = Annotated[str, AfterValidator(_not_blank)]
 
 
 class _Frozen(BaseModel):
@@ -49,11 +109,14 @@ class TableFilter(_Frozen):
 
     @field_validator("include", "exclude", mode="before")
     @classmethod
-    def _split(cls, v: Any) -> Any:
+    def _split(cls, v: Any, info: ValidationInfo) -> Any:
         if isinstance(v, str):
             v = [p.strip() for p in v.split(",") if p.strip()]
         if v is not None and not isinstance(v, (list, tuple)):
             raise ValueError("must be a regex, a comma-separated string of regexes, or a list of them")
+        if info.field_name == "include" and not v:
+            raise ValueError("names no table: capture would store nothing (leave the key out to capture every "
+                             "table, or write the regexes of the tables to capture)")
         for pattern in v or ():
             if not isinstance(pattern, str):
                 raise ValueError(f"{pattern!r} is not a regex (a string)")
@@ -75,29 +138,38 @@ class SourceConfig(_Frozen):
     """The MySQL/MariaDB server whose binlog is captured."""
 
     name: str = Field("default", pattern=r"^[A-Za-z0-9_.-]{1,64}$")
-    host: str = "127.0.0.1"
-    port: int = Field(3306, ge=1, le=65535)
+    host: Text = "127.0.0.1"
+    port: Int = Field(3306, ge=1, le=65535)
     user: str = "root"
     password: Secret = Secret("")
-    serverId: int = Field(6401, ge=1, le=2**32 - 1)
+    serverId: Int = Field(6401, ge=1, le=2**32 - 1)
     flavor: Literal["auto", "mariadb", "mysql"] = "auto"
     filter: TableFilter = TableFilter()
     #: how capture asks the server for its start: binlog file/pos (auto, file) or the stored GTID (gtid)
     resumeBy: Literal["auto", "gtid", "file"] = "auto"
-    heartbeatSeconds: float = Field(5.0, gt=0)
-    connectTimeout: float = Field(10.0, gt=0)
-    ssl: dict[str, str | bool] | None = None  # pymysql's ssl dict (SSL_KEYS; docs/security.md)
+    heartbeatSeconds: Seconds = Field(5.0, gt=0)
+    connectTimeout: Seconds = Field(10.0, gt=0)
+    #: pymysql's ssl dict (SSL_KEYS; docs/security.md); each value is checked below, so that an
+    #: error names ``source.ssl`` and the key, never a type of a union
+    ssl: dict[str, Any] | None = None
 
     @field_validator("ssl")
     @classmethod
-    def _ssl(cls, v: dict[str, str | bool] | None) -> dict[str, str | bool] | None:
+    def _ssl(cls, v: dict[str, Any] | None) -> dict[str, str | bool] | None:
         for k, value in (v or {}).items():
             if k not in SSL_KEYS:
                 raise ValueError(f"unknown ssl key {k!r} (known: {', '.join(SSL_KEYS)})")
+            if k in SSL_PATHS and (not isinstance(value, str) or not value.strip()):
+                raise ValueError(f"ssl.{k} must be a file path{' or cipher list' if k == 'cipher' else ''} "
+                                 f"(a string), got {repr(value)[:40]}")
+            if k == "verify_mode" and (not isinstance(value, str) or value.strip().lower() not in VERIFY_MODES):
+                raise ValueError(f"ssl.verify_mode must be one of {', '.join(VERIFY_MODES)}, got {repr(value)[:40]}")
+            if k == "verify_mode":
+                v = {**v, k: value.strip().lower()}  # pymysql compares the lower-cased text as it is
             if k == "check_hostname" and not isinstance(value, bool):
                 flag = str(value).strip().lower()
                 if flag not in ("true", "false", "yes", "no", "1", "0"):
-                    raise ValueError(f"ssl.check_hostname must be true or false, got {value!r}")
+                    raise ValueError(f"ssl.check_hostname must be true or false, got {repr(value)[:40]}")
                 v = {**v, k: flag in ("true", "yes", "1")}  # pymysql would take the string "false" as true
         return v
 
@@ -105,23 +177,23 @@ class SourceConfig(_Frozen):
 class BatchLimits(_Frozen):
     """When a batch is cut: whole transactions up to these limits."""
 
-    maxRows: int = Field(20000, ge=1)
-    maxBytes: int = Field(32 * 1024 * 1024, ge=1024)
-    maxSeconds: float = Field(5.0, gt=0)
+    maxRows: Int = Field(20000, ge=1)
+    maxBytes: Int = Field(32 * 1024 * 1024, ge=1024)
+    maxSeconds: Seconds = Field(5.0, gt=0)
 
 
 class StoreConfig(_Frozen):
     """Where batches live (one folder per source below ``path``)."""
 
-    path: str = ".sluice/store"
+    path: Text = ".sluice/store"
     batch: BatchLimits = BatchLimits()
-    retain: int = Field(0, ge=0)
+    retain: Int = Field(0, ge=0)
 
 
 class DataSource(_Frozen):
     """A database connection mappings name by key (``dataSourceKey``)."""
 
-    url: str
+    url: Text
     username: str | None = None
     password: Secret = Secret("")
 
@@ -139,7 +211,7 @@ class OuterAdapter(_Frozen):
     """One target of a group (canal's ``outerAdapters`` entry)."""
 
     name: Literal["rdb", "es", "es7", "es8", "opensearch", "hbase", "logger"]
-    key: str | None = None
+    key: Text | None = None
     hosts: str | None = None
     properties: dict[str, Any] = {}
 
@@ -149,14 +221,14 @@ class GroupConfig(_Frozen):
 
     groupId: str = Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")
     outerAdapters: tuple[OuterAdapter, ...] = ()
-    mappings: tuple[str, ...] = ()
+    mappings: tuple[Text, ...] = ()
 
 
 class SparkConfig(_Frozen):
     """How the apply job runs."""
 
-    master: str = "local[*]"
-    partitions: int = Field(8, ge=1)
+    master: Text = "local[*]"
+    partitions: Int = Field(8, ge=1)
     conf: dict[str, str] = {}
 
 
@@ -164,11 +236,11 @@ class MetricsConfig(_Frozen):
     """Where each ``sluice run`` writes its metrics (paths relative to the config file; unset: not written)."""
 
     #: Prometheus text format, for node-exporter's textfile collector (a ``.prom`` file)
-    textfile: str | None = None
+    textfile: Text | None = None
     #: the same numbers as one JSON document
-    json_: str | None = Field(None, alias="json")
+    json_: Text | None = Field(None, alias="json")
     #: runs kept in the store's run log (``<store>/runs.jsonl``)
-    keepRuns: int = Field(1000, ge=10)
+    keepRuns: Int = Field(1000, ge=10)
 
 
 class Config(_Frozen):

@@ -79,6 +79,9 @@ def resolve_password(section: dict, file: str, where: str) -> Secret:
         value = os.environ[pw_env]
     if isinstance(value, Secret):
         return value
+    if isinstance(value, bool):  # YAML reads yes/no/on/off/true/false unquoted as a bool
+        raise ConfigError(file, f"{where}.password", "YAML reads this value as true/false, not as text",
+                          hint="put the password in quotes")
     if value is not None and not isinstance(value, (str, int)):
         raise ConfigError(file, f"{where}.password", "must be a string")
     return Secret("" if value is None else str(value))

@@ -7,7 +7,12 @@ code that means "this was applied already" for that kind of statement (table exi
 unknown table, duplicate column/key, can't drop a missing column/key, ...) is logged and
 treated as done. With a ``seq`` the statement is also recorded in the target database's
 ``_sluice_ddl_applied`` table and never run twice (so a replayed CREATE of a table that a
-later RENAME moved away is not re-created). Quoted strings and comments are never rewritten.
+later RENAME moved away is not re-created). The record is written *before* the statement runs
+(``done = 0``) and marked done after it: MySQL DDL is not transactional, and a statement can
+complete on the server after its client died (a long ALTER outlives a killed driver). The DML
+before a barrier committed before its DDL started, so a replay skips it as soon as the record
+exists, and runs a statement that is not marked done again (its "already applied" errors count
+as done). Quoted strings and comments are never rewritten.
 """
 
 from __future__ import annotations
@@ -103,13 +108,20 @@ def apply_ddl(w: RdbWriter, route: RdbTable | None, ddl: DdlChange) -> None:
                 cur.execute(f"CREATE TABLE IF NOT EXISTS {qdb}.{LOG_TABLE} (source_db VARCHAR(64) NOT NULL, "
                             "seq VARCHAR(64) NOT NULL, sql_sha1 CHAR(40) NOT NULL, applied_at TIMESTAMP(6) NOT NULL "
                             "DEFAULT CURRENT_TIMESTAMP(6), scope VARCHAR(190) NOT NULL DEFAULT '', "
-                            "PRIMARY KEY (source_db, seq, sql_sha1)) ENGINE=InnoDB")
-                _add_scope_column(cur, target_db)
-                cur.execute(f"SELECT 1 FROM {qdb}.{LOG_TABLE} WHERE source_db = %s AND seq = %s AND sql_sha1 = %s",
+                            "done TINYINT NOT NULL DEFAULT 1, PRIMARY KEY (source_db, seq, sql_sha1)) ENGINE=InnoDB")
+                _add_columns(cur, target_db)
+                cur.execute(f"SELECT done FROM {qdb}.{LOG_TABLE} WHERE source_db = %s AND seq = %s AND sql_sha1 = %s",
                             mark)
-                if cur.fetchone():
+                found = cur.fetchone()
+                if found and found[0]:
                     log.info("ddl already applied", database=target_db, table=ddl.table, kind=ddl.kind, seq=mark[1])
                     return
+                if found:
+                    log.warning("ddl replayed again: an earlier replay of it was interrupted", database=target_db,
+                                table=ddl.table, kind=ddl.kind, seq=mark[1])
+                else:  # recorded before it runs: the DML before this barrier has committed
+                    cur.execute(f"INSERT INTO {qdb}.{LOG_TABLE} (source_db, seq, sql_sha1, scope, done) "
+                                "VALUES (%s, %s, %s, %s, 0)", (*mark, _scope(w)))
             cur.execute("USE " + qdb)
             try:
                 cur.execute(sql)
@@ -120,8 +132,8 @@ def apply_ddl(w: RdbWriter, route: RdbTable | None, ddl: DdlChange) -> None:
                 log.info("ddl already applied", database=target_db, table=ddl.table, kind=ddl.kind,
                          error=db_text(e, w.dialect))
             if ddl.seq != (0, 0, 0):
-                cur.execute(f"INSERT INTO {qdb}.{LOG_TABLE} (source_db, seq, sql_sha1, scope) VALUES (%s, %s, %s, %s)",
-                            (*mark, _scope(w)))
+                cur.execute(f"UPDATE {qdb}.{LOG_TABLE} SET done = 1, applied_at = CURRENT_TIMESTAMP(6) "
+                            "WHERE source_db = %s AND seq = %s AND sql_sha1 = %s", mark)
         finally:
             cur.close()
     except Exception as e:  # noqa: BLE001 - a raw DBAPI error: classified below
@@ -141,13 +153,17 @@ def _scope(w: RdbWriter) -> str:
     return w.progress.scope if w.progress is not None else ""
 
 
-def _add_scope_column(cur, target_db: str) -> None:
-    """Ledgers made before the scope was recorded get the column (their rows keep scope '')."""
-    cur.execute("SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = "
-                "'_sluice_ddl_applied' AND COLUMN_NAME = 'scope'", (target_db,))
-    if not cur.fetchone()[0]:
-        qdb = "`" + target_db.replace("`", "``") + "`"
+def _add_columns(cur, target_db: str) -> None:
+    """Ledgers made before the scope and the done mark were recorded get the columns (their rows
+    keep scope '' and count as done: they were written after their statement)."""
+    cur.execute("SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = "
+                "'_sluice_ddl_applied'", (target_db,))
+    have = {r[0] for r in cur.fetchall()}
+    qdb = "`" + target_db.replace("`", "``") + "`"
+    if "scope" not in have:
         cur.execute(f"ALTER TABLE {qdb}.{LOG_TABLE} ADD COLUMN scope VARCHAR(190) NOT NULL DEFAULT ''")
+    if "done" not in have:
+        cur.execute(f"ALTER TABLE {qdb}.{LOG_TABLE} ADD COLUMN done TINYINT NOT NULL DEFAULT 1")
 
 
 def last_applied(w: RdbWriter, route: RdbTable, database: str, scoped: bool = False) -> tuple[int, ...] | None:

@@ -21,7 +21,7 @@ from pyspark.sql import functions as F
 from adapters.base import ApplyStats, Change, DdlChange
 from adapters.registry import make_writer, reset_caches
 from pipeline.config import Config
-from pipeline.errors import SluiceError
+from pipeline.errors import SluiceError, TransientError
 from pipeline.job.group import GroupPlan, load_group
 from pipeline.job.partition import JobContext, apply_function
 from pipeline.job.plan import partitioned_changes, read_dml, segments
@@ -118,6 +118,7 @@ def run_sync(cfg: Config, group_id: str, spark: SparkSession, *, max_batches: in
                             blocked = blocked | {(e["mapping"], e["table"], e["key"])
                                                  for e in dead.round_entries(round_dir)}
                     if seg.ddl is not None:
+                        _pause_before_ddl()
                         _apply_ddl(plan, seg.ddl, lineage["scope"])
                         summary.ddl += 1
                         epoch += 1
@@ -164,6 +165,24 @@ def _test_hooks() -> dict:
     if not rows:
         return {}
     return {"pause_after_rows": int(rows), "pause_marker": os.environ.get("SLUICE_TEST_PAUSE_MARKER")}
+
+
+def _pause_before_ddl() -> None:
+    """Fault-injection hook of the crash tests (off unless ``SLUICE_TEST_PAUSE_BEFORE_DDL`` names a
+    marker file): before the first barrier DDL of the run -- the DML before it committed, nothing
+    acked -- write the marker (this pid) and wait 120 s, or until ``<marker>.go`` exists."""
+    marker = os.environ.get("SLUICE_TEST_PAUSE_BEFORE_DDL")
+    if not marker:
+        return
+    try:
+        fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+        return
+    os.write(fd, f"{os.getpid()}\n".encode())
+    os.close(fd)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not os.path.exists(marker + ".go"):
+        time.sleep(0.2)
 
 
 def _inside(seg, pos: tuple[int, int]) -> bool:
@@ -246,27 +265,54 @@ def _run_segment(spark, dml, seg, plan: GroupPlan, ctx: JobContext, nparts: int,
                           hint=None if said else "fix the cause and run sync again; replays are idempotent")
 
 
-def _apply_ddl(plan: GroupPlan, ddl: DdlChange, scope: str = "") -> None:
-    """Apply a barrier DDL (or TRUNCATE) to the targets of the mappings it concerns."""
+def _apply_ddl(plan: GroupPlan, ddl: DdlChange, scope: str = "", retries: int = 5, backoff_max: float = 20.0
+               ) -> None:
+    """Apply a barrier DDL (or TRUNCATE) to the targets of the mappings it concerns; a
+    TransientError (the target restarting) is retried with backoff like a chunk (replaying a
+    DDL is idempotent: its ledger, its "already applied" errors; TRUNCATE is)."""
     for midx in plan.mappings_for(ddl.database, ddl.table):
         mapping = plan.mappings[midx]
-        tid = plan.mapping_target[midx]
-        kind, target = plan.targets[tid]
-        # all of the target's mappings: a statement may name another mirrored database (a foreign key)
-        same = tuple(m for i, m in enumerate(plan.mappings) if plan.mapping_target[i] == tid)
-        writer = make_writer(kind, target, same)
-        if hasattr(writer, "track"):
-            writer.track(scope)  # the DDL ledger records which store and group replayed it
-        writer.open()
-        try:
-            if ddl.kind == "TRUNCATE":
-                writer.apply(mapping, [Change("TRUNCATE", ddl.database, ddl.table, {}, seq=ddl.seq)])
-            else:
-                writer.apply_ddl(mapping, ddl)
-            writer.commit()
-        except BaseException:
-            writer.rollback()
-            raise
-        finally:
-            writer.close()
+        delay = 0.5
+        for attempt in range(1, retries + 1):
+            try:
+                _apply_ddl_once(plan, midx, ddl, scope)
+                break
+            except TransientError as e:
+                if attempt == retries:
+                    raise
+                log.warning("transient error, retrying the DDL", mapping=mapping.file, attempt=attempt, of=retries,
+                            delay=delay, error=str(e).splitlines()[0][:300])
+                time.sleep(delay)
+                delay = min(delay * 2, backoff_max)
         log.info("ddl", database=ddl.database, table=ddl.table, kind=ddl.kind, mapping=mapping.file)
+
+
+def _apply_ddl_once(plan: GroupPlan, midx: int, ddl: DdlChange, scope: str) -> None:
+    mapping = plan.mappings[midx]
+    tid = plan.mapping_target[midx]
+    kind, target = plan.targets[tid]
+    # all of the target's mappings: a statement may name another mirrored database (a foreign key)
+    same = tuple(m for i, m in enumerate(plan.mappings) if plan.mapping_target[i] == tid)
+    writer = make_writer(kind, target, same)
+    if hasattr(writer, "track"):
+        writer.track(scope)  # the DDL ledger records which store and group replayed it
+    try:
+        writer.open()
+        if ddl.kind == "TRUNCATE":
+            writer.apply(mapping, [Change("TRUNCATE", ddl.database, ddl.table, {}, seq=ddl.seq)])
+        else:
+            writer.apply_ddl(mapping, ddl)
+        writer.commit()
+    except BaseException:
+        _quietly(writer.rollback)
+        raise
+    finally:
+        _quietly(writer.close)
+
+
+def _quietly(step) -> None:
+    """Roll back or close a writer whose connection may be gone; the error that got here counts."""
+    try:
+        step()
+    except Exception:  # noqa: BLE001 - a lost connection fails its rollback/close too
+        pass

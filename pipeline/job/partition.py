@@ -22,6 +22,9 @@ from adapters.base import ApplyStats, Change
 from pipeline.errors import SluiceError, TargetError, TransientError, is_row_error
 from pipeline.job.deadletter import DeadLetters
 from pipeline.job.feed import Decoded, Feed, Pipe, changes, check_order
+from pipeline.logs import get_logger
+
+log = get_logger("job.partition")
 
 RESULT_FIELDS = [("partition", pa.int32()), ("ok", pa.bool_()), ("rows", pa.int64()), ("stats", pa.string()),
                  ("error", pa.string()), ("error_table", pa.string()), ("error_key", pa.string()),
@@ -66,6 +69,7 @@ class _PartitionRun:
         self._make_writer = make_writer
         self.stats = ApplyStats()
         self.rows = 0
+        self.retries = 0  # chunks tried again after a TransientError (reported, counted in metrics)
         self.current: Change | None = None  # the first change of the chunk being applied (messages)
         on = any(getattr(m, "deadLetter", False) for m in ctx.mappings)
         self.dead = DeadLetters(ctx.blocked) if on else None
@@ -131,12 +135,15 @@ class _PartitionRun:
                 self.rows += len(chunk)
                 self._maybe_pause()
                 return
-            except TransientError:
+            except TransientError as e:
                 if before is not None:
                     w.stats = before
                 self._discard(midx)
                 if attempt == self.ctx.retries:
                     raise
+                self.retries += 1
+                log.warning("transient error, retrying the chunk", partition=self.pid, mapping=mapping.file,
+                            attempt=attempt, of=self.ctx.retries, delay=delay, error=str(e).splitlines()[0][:300])
                 time.sleep(delay)
                 delay = min(delay * 2, self.ctx.backoff_max)
             except TargetError as e:
@@ -212,7 +219,7 @@ def apply_function(ctx: JobContext, counters=None):
         if counters is not None:
             from pipeline.ops.accumulators import partition_counts
 
-            counters.add(partition_counts(ok, run.rows, run.stats, time.monotonic() - t0))
+            counters.add(partition_counts(ok, run.rows, run.stats, time.monotonic() - t0, run.retries))
 
     def apply_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark import TaskContext

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar
 
-from pydantic import BeforeValidator, ConfigDict, Field, PrivateAttr, ValidationInfo, model_validator
+from pydantic import BeforeValidator, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
 from pipeline.mapping.fieldtypes import (
     Flag,
@@ -47,6 +47,26 @@ def _object_type(value: Any) -> Any:
     raise ValueError(f"must be one of {', '.join(OBJECT_FIELD_TYPES)}, got {value!r}")
 
 
+#: characters Elasticsearch refuses in an index (or alias) name
+_INDEX_FORBIDDEN = set('\\/*?"<>| ,#:')
+
+
+def index_name_problem(name: str) -> str | None:
+    """Why Elasticsearch would refuse ``name`` as an index or alias name (None: it is valid)."""
+    if name != name.lower():
+        return "must be lower case (Elasticsearch refuses upper-case index names)"
+    bad = sorted(_INDEX_FORBIDDEN & set(name))
+    if bad:
+        return f"must not contain {' '.join(repr(c) for c in bad)} (Elasticsearch refuses it in an index name)"
+    if name[0] in "-_+":
+        return f"must not start with {name[0]!r} (Elasticsearch refuses it)"
+    if name in (".", ".."):
+        return "must be a name, not '.' or '..'"
+    if len(name.encode()) > 255:
+        return "is longer than 255 bytes (Elasticsearch's limit)"
+    return None
+
+
 class EsMapping(Section):
     """The ``esMapping`` section."""
 
@@ -70,6 +90,14 @@ class EsMapping(Section):
     commitBatch: PositiveInt = 3000
 
     _query: SelectQuery | None = PrivateAttr(None)
+
+    @field_validator("index")
+    @classmethod
+    def _index_name(cls, value: str) -> str:
+        problem = index_name_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
 
     @model_validator(mode="after")
     def _check(self, info: ValidationInfo) -> EsMapping:

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BeforeValidator, PrivateAttr, ValidationInfo, model_validator
+from pydantic import BeforeValidator, PrivateAttr, ValidationInfo, field_validator, model_validator
 
 from pipeline.mapping.fieldtypes import Flag, Name, NameList, NameMap, PositiveInt, Section, Text, listing, same_name
 
@@ -36,6 +36,32 @@ def _mode(value: Any) -> Any:
 
 def _family(value: Any) -> Any:
     return "CF" if value is None else value
+
+
+def family_problem(name: str) -> str | None:
+    """Why HBase would refuse ``name`` as a column family (``isLegalColumnFamilyName``), or None."""
+    if name.startswith("."):
+        return "must not start with '.' (HBase refuses such a column family)"
+    if ":" in name:
+        return "must not contain ':' (it separates the family from the qualifier)"
+    if any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in name):
+        return "must not contain control characters"
+    if name == "recovered.edits":
+        return "'recovered.edits' is reserved by HBase"
+    return None
+
+
+#: HBase table names (``TableName``): an optional namespace of word characters, then a qualifier
+#: of word characters, '_', '-' and '.' that does not start with '.' or '-'
+_TABLE_NAME = re.compile(r"(?:\w+:)?(?![.-])[\w.-]+")
+
+
+def table_problem(name: str) -> str | None:
+    """Why HBase would refuse ``name`` as a table name, or None."""
+    if not _TABLE_NAME.fullmatch(name):
+        return ("must be [namespace:]name with letters, digits, '_', '-' and '.' in the name (not first: "
+                "'.' or '-'), and letters, digits and '_' in the namespace (HBase refuses anything else)")
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +101,22 @@ class HbaseMapping(Section):
 
     _items: tuple[HbaseColumn, ...] = PrivateAttr(())
 
+    @field_validator("hbaseTable")
+    @classmethod
+    def _table_name(cls, value: str) -> str:
+        problem = table_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
+
+    @field_validator("family")
+    @classmethod
+    def _family_name(cls, value: str) -> str:
+        problem = family_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
+
     @model_validator(mode="after")
     def _parse(self, info: ValidationInfo) -> HbaseMapping:
         self._bind(info)
@@ -108,6 +150,9 @@ class HbaseMapping(Section):
             family, qualifier = (p.strip() for p in target.split(":", 1))
             if not family or not qualifier:
                 raise self.fail(f"columns.{source}", f"bad cell {target!r}: write FAMILY:QUALIFIER or QUALIFIER")
+            problem = family_problem(family)
+            if problem:
+                raise self.fail(f"columns.{source}", f"column family {family!r} {problem}")
         if self.uppercaseQualifier:
             qualifier = qualifier.upper()
         return HbaseColumn(source, family, qualifier, type_)

@@ -2,8 +2,9 @@
 
 Each partition adds one flat ``{name: number}`` dict when it finishes (committed or not):
 ``partitions``, ``failed_partitions``, ``rows`` (changes committed), ``inserted``,
-``updated``, ``deleted``, ``skipped``, ``dead_lettered``, ``missed`` and ``apply_seconds``
-(time spent in partitions, summed). The driver reads the merged value after the job.
+``updated``, ``deleted``, ``skipped``, ``dead_lettered``, ``missed``, ``retries`` (chunks
+applied again after a transient error) and ``apply_seconds`` (time spent in partitions,
+summed). The driver reads the merged value after the job.
 
 The per-partition result rows stay the source of truth for the ack decision and for the
 per-table counts: Spark applies accumulator updates made inside a transformation (here
@@ -41,10 +42,11 @@ def new_counter(spark: Any):
     return sc.accumulator({}, CountsParam()) if sc is not None else None
 
 
-def partition_counts(ok: bool, rows: int, stats: Any, seconds: float) -> dict[str, float]:
-    """What one partition adds: committed rows, changes by kind (summed over tables), time."""
+def partition_counts(ok: bool, rows: int, stats: Any, seconds: float, retries: int = 0) -> dict[str, float]:
+    """What one partition adds: committed rows, changes by kind (summed over tables), chunks
+    retried after a transient error, time."""
     out: dict[str, float] = {"partitions": 1, "failed_partitions": 0 if ok else 1, "rows": rows,
-                             "apply_seconds": round(seconds, 3)}
+                             "retries": retries, "apply_seconds": round(seconds, 3)}
     for kind in KINDS:
         out[kind] = sum((getattr(stats, kind, None) or {}).values())
     return out

@@ -79,14 +79,15 @@ def test_dead_letter_isolates_bad_rows_and_replay_applies_them(tmp_path, mariadb
     _, summary = _sync(cfg)
     assert summary["deadLettered"] == {"mappings/m.yml": {f"{db}.t": 3}}
     assert summary["dead_lettered"] == {f"{db}.t": 3}
-    assert _cursor(cfg) == summary["cursor"] > 0
+    last = json.loads(sluice("store", "status", "--config", str(cfg), "--json").stdout)["last_batch"]
+    assert _cursor(cfg) == summary["cursor"] == last and summary["batches"] == last  # every batch, one round
     rows = _exec(mariadb_target, "SELECT id, v FROM t ORDER BY id", db=db)
     assert rows == ((1, "a"), (2, "bb"), (4, "d"), (7, "g"), (8, "h"), (9, "i"))
     listed = json.loads(sluice("deadletter", "list", "--config", str(cfg), "--group", "g1", "--json").stdout)
     assert [(e["key"], e["kind"], e["blocked"]) for e in listed] == [
         ("id='3'", "INSERT", False), ("id='6'", "INSERT", False), ("id='3'", "UPDATE", True)]
     assert "1406" in listed[0]["error"]
-    assert len(list((tmp_path / "store" / db / "deadletter" / "g1").glob("*/COMMITTED.json"))) >= 1
+    assert len(list((tmp_path / "store" / db / "deadletter" / "g1").glob("*/COMMITTED.json"))) == 1  # the round
 
     # replay before the fix: everything stays, with the new error, exit 1
     proc = sluice("deadletter", "replay", "--config", str(cfg), "--group", "g1", check=False)

@@ -12,8 +12,8 @@ import pytest
 
 from adapters.base import Change
 from adapters.es import SourceDb, make_writer, reset_caches
+from adapters.es.errors import EsRowError
 from adapters.es.values import capture_converter, field_converter
-from pipeline.errors import TargetError
 from pipeline.mapping.loader import parse_mapping_text
 from pipeline.secrets import Secret
 from tests.support.golden import EVERY_TYPE, EVERY_TYPE_VALUES, every_type_row
@@ -89,8 +89,19 @@ def test_unmapped_index_defaults_and_long_overflow_fails(search, index):
     m2 = mapping(index + "-b", row_sql())
     w2 = make_writer(search.target(), (m2,))
     try:
-        with pytest.raises(TargetError, match=r"u64.*out of range of long|_id=1"):
+        with pytest.raises(EsRowError) as err:  # a row error (dead-letterable), not a transient one
             w2.apply(m2, [EVERY_TYPE.insert(every_type_row())])
+        text = str(err.value)
+        if search.is_os:  # OpenSearch names the same failure its own way
+            assert text.startswith(f"OpenSearch rejected index of document _id=1 in index {index}-b (HTTP 400, "
+                                   "mapper_parsing_exception: failed to parse field [u64] of type [long]"), text
+        else:
+            assert text.startswith(f"Elasticsearch rejected index of document _id=1 in index {index}-b (HTTP 400, "
+                                   "document_parsing_exception: [1:8] failed to parse field [u64] of type [long] "
+                                   "in document with id '1'"), text
+        assert "18446744073709551615" in text and "out of range of long" in text, text
+        assert "fix: the value does not fit the index mapping" in text, text
+        assert err.value.key == "_id=1"
     finally:
         search.delete_index(index + "-b")
 

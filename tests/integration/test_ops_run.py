@@ -57,13 +57,13 @@ def test_failure_is_recorded_then_fixed_then_nothing(dep, mariadb_target):
     bad = sluice("run", "--config", cfg, "--json", check=False)
     assert bad.returncode == 1, bad.stderr[-3000:]
     rec = json.loads(bad.stdout.strip().splitlines()[-1])
-    assert rec["status"] == "failed" and rec["capture"]["rows"] >= 3  # + 2 DDL
+    assert rec["status"] == "failed" and rec["capture"]["rows"] == 5  # 3 rows + 2 DDL (each counts 1)
     assert rec["errors"][0]["stage"] == "sync" and rec["errors"][0]["group"] == "g1"
     assert "wrong-pw-1234" not in bad.stdout + bad.stderr
     st = json.loads(sluice("status", "--config", cfg, "--json").stdout)
-    assert st["last_run"]["status"] == "failed" and st["groups"]["g1"]["pending_rows"] >= 3
+    assert st["last_run"]["status"] == "failed" and st["groups"]["g1"]["pending_rows"] == 5
     assert st["groups"]["g1"]["last_run"]["ok"] is False and st["last_success_at"] is None
-    assert st["source"]["capture"]["behind_bytes"] is not None
+    assert st["source"]["capture"]["behind_bytes"] == 0 and st["source"]["capture"]["lag_s"] == 0  # read to the end
     prom = _prom(dep["tmp"] / "m/sluice.prom")
     src = ("source", dep["db"])
     assert prom[("sluice_last_run_success", (src,))] == 0

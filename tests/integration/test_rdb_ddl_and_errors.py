@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from adapters.base import DdlChange
@@ -126,3 +128,69 @@ def test_one_engine_per_target_and_process(maria):
     assert engine is engine_for(maria.target)
     assert engine.pool.checkedout() == 0 and engine.pool.size() == maria.target.pool_size
     assert maria.run(f"SELECT count(*) FROM {maria.qt(route.target_table)}") == [(5,)]
+
+
+def test_an_interrupted_ddl_replay_is_run_again_and_its_history_skipped(maria):
+    """The DDL ledger records a statement before it runs and marks it done after. A replay whose
+    statement was interrupted (here: KILL QUERY while it waits for a metadata lock) leaves a
+    record that is not done; the server may still have run the statement (a long ALTER outlives
+    a killed driver: the test runs it in its place). Then the DML before the DDL, replayed, is
+    skipped -- it committed before the DDL started, and it names the dropped column -- and the
+    statement runs again, its "already applied" error counting as done."""
+    import threading
+
+    import pymysql
+
+    maria.run(f"DROP TABLE IF EXISTS {maria.qt('m9')}")
+    maria.run(f"CREATE TABLE {maria.qt('m9')} (id INT PRIMARY KEY, k INT, pad VARCHAR(10))")
+    route = RdbTable(target_table="m9", target_schema=maria.schema, mirror_ddl=True)
+    ddl = DdlChange("ALTER", "srcdb", "m9", "ALTER TABLE m9 DROP COLUMN pad", seq=(3, 5, 0))
+    ledger = f"SELECT seq, done FROM {maria.qt('_sluice_ddl_applied')} WHERE source_db = 'srcdb' AND seq = '3.5.0'"
+    info = maria.info
+    holder = pymysql.connect(host=info["host"], port=info["port"], user=info["user"], password=info["password"],
+                             database=maria.schema)
+    failed: list[BaseException] = []
+    try:
+        holder.cursor().execute("SELECT COUNT(*) FROM m9")  # an open transaction holds the table
+        w = make_writer(maria.target, (route,))
+        w.track("store-x:g1")
+        t = threading.Thread(target=lambda: _catch(failed, lambda: w.apply_ddl(route, ddl)))
+        t.start()
+        for _ in range(200):
+            waiting = maria.run("SELECT ID FROM information_schema.PROCESSLIST WHERE INFO = %s AND STATE LIKE "
+                                "'%%metadata lock%%'", (ddl.sql,))
+            if waiting:
+                break
+            time.sleep(0.05)
+        maria.run(f"KILL QUERY {int(waiting[0][0])}")
+        t.join(60)
+    finally:
+        holder.close()
+    assert len(failed) == 1 and isinstance(failed[0], (TargetError, TransientError)), failed
+    assert maria.run(ledger) == [("3.5.0", 0)]                  # recorded before it ran, not done
+    maria.run(f"ALTER TABLE {maria.qt('m9')} DROP COLUMN pad")  # the server completed it after all
+
+    t = GoldenTable("m9", (("id", "int(11)"), ("k", "int(11)"), ("pad", "varchar(10)")), pk=("id",),
+                    database="srcdb")
+    history = t.insert(t.row(id="1", k="1", pad="old"))._replace(seq=(3, 2, 0))  # before the DDL
+    later = GoldenTable("m9", (("id", "int(11)"), ("k", "int(11)")), pk=("id",), database="srcdb")
+    after = later.insert(later.row(id="2", k="2"))._replace(seq=(3, 7, 0))     # after it
+    w = make_writer(maria.target, (route,))
+    w.track("store-x:g1")
+    w.open()
+    w.apply(route, [history])
+    w.commit()
+    w.apply_ddl(route, ddl)  # runs again: 1091, already applied
+    w.apply(route, [after])
+    w.commit()
+    w.close()
+    assert w.stats.skipped == {"srcdb.m9": 1} and sum(w.stats.inserted.values()) == 1
+    assert maria.run(f"SELECT id, k FROM {maria.qt('m9')}") == [(2, 2)]
+    assert maria.run(ledger) == [("3.5.0", 1)]
+
+
+def _catch(into: list, step) -> None:
+    try:
+        step()
+    except BaseException as e:  # noqa: BLE001 - the test inspects it
+        into.append(e)

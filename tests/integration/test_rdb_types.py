@@ -50,10 +50,11 @@ def _mysql_render(col: str, mysql_type: str, q) -> str:
 
 def test_every_type_row_is_equal_in_mariadb(maria):
     route, row = _apply_twice(maria)
-    _assert_every_type_row(maria, route, row["id"])
+    assert_every_type_row_mariadb(maria, route, row["id"])
 
 
-def _assert_every_type_row(maria, route, key: str, **instead: str) -> None:
+def assert_every_type_row_mariadb(maria, route, key: str, **instead: str) -> None:
+    """Every column of the golden every-type row (key ``key``) equal to the source's (``instead``: other values)."""
     exprs = [_mysql_render(c, t, maria.q) for c, t, _ in EVERY_TYPE_VALUES]
     got = maria.run(f"SELECT {', '.join(exprs)} FROM {maria.qt(route.target_table)} WHERE id = {int(key)}")[0]
     for (col, mysql_type, want), value in zip(EVERY_TYPE_VALUES, got, strict=True):
@@ -73,19 +74,29 @@ def _assert_every_type_row(maria, route, key: str, **instead: str) -> None:
 
 def test_every_type_row_follows_the_documented_postgresql_mapping(pg):
     route, row = _apply_twice(pg)
+    assert_every_type_row_postgresql(pg, route, row["id"])
+
+
+def assert_every_type_row_postgresql(pg, route, key: str) -> None:
+    """Every column of the golden every-type row (key ``key``) by docs/rdb.md "Values"."""
+    row = golden.every_type_row()
     cols = [c for c, _, _ in EVERY_TYPE_VALUES]
+    where = f"WHERE id = {int(key)}"
     got = dict(zip(cols, pg.run(f"SELECT {', '.join(pg.text(c) for c in cols)} FROM "
-                                f"{pg.qt(route.target_table)}")[0], strict=True))
+                                f"{pg.qt(route.target_table)} {where}")[0], strict=True))
     blob, binv, bin4, j, f32, f32b, f32max = pg.run(
-        f"SELECT blob, bin, bin4, j, f32::float8, f32b::float8, f32max::float8 FROM {pg.qt(route.target_table)}")[0]
+        f"SELECT blob, bin, bin4, j, f32::float8, f32b::float8, f32max::float8 FROM {pg.qt(route.target_table)} "
+        f"{where}")[0]
     expected_text = {
-        "id": "1", "u64": "18446744073709551615", "i64": "-9223372036854775808", "tiny1": "255",
+        "id": key, "u64": "18446744073709551615", "i64": "-9223372036854775808", "tiny1": "255",
         "tiny_s": "-128", "med_u": "16777215", "bit64": "1" * 64, "bit5": "00101",
         "dec": row["dec"], "f64": "2.2250738585072014e-308", "d": "2024-02-29", "d0": "-infinity",
         "dt6": "2024-11-03 01:30:00.123456", "dt0": "-infinity", "ts6": "2024-11-03 05:30:00.654321+00",
         "ts0": "-infinity", "tm": "-838:59:59", "tm2": "25:00:01", "y": "0", "e": "", "e2": "large",
         "s": "a,c", "txt": row["txt"], "ch": "ab", "nul": None,
     }
+    by_value = ("blob", "bin", "bin4", "j", "f32", "f32b", "f32max")
+    assert sorted([*expected_text, *by_value]) == sorted(cols)  # every column is compared
     for col, want in expected_text.items():
         assert got[col] == want, col
     assert bytes(blob) == bytes(range(256)) and bytes(binv) == row["bin"].encode("latin-1")
@@ -206,6 +217,6 @@ def test_rendered_updates_set_every_type_as_the_drivers_parameters(maria):
     stats = apply(maria, route, [ups, [EVERY_TYPE.update(blank[2], **rest)[0]]])
     assert sum(stats.updated.values()) == 3
     for key in ("1", "3"):
-        _assert_every_type_row(maria, route, key, e="small", id=key)
+        assert_every_type_row_mariadb(maria, route, key, e="small", id=key)
     got = maria.run(f"SELECT CAST(txt AS CHAR), CAST(ch AS CHAR) FROM {maria.qt(route.target_table)} WHERE id = 2")
     assert got == [(odd["txt"], "")]

@@ -268,7 +268,24 @@ class Deployment:
 
     def sync_command(self, partitions: int = 2) -> list[str]:
         return [sys.executable, "-m", "pipeline.cli", "sync", "--config", str(self.cfg), "--group", "g1",
-                "--partitions", str(partitions), "--max-batches", MAX_BATCHES]
+                "--partitions", str(partitions), "--max-batches", MAX_BATCHES, "--json"]
+
+    def run(self, check: bool = False, timeout: float = 400) -> subprocess.CompletedProcess:
+        """``sluice run --json``: capture to the source's end, then sync every group."""
+        return sluice("run", "--config", str(self.cfg), "--json", check=check, timeout=timeout)
+
+    def target_columns(self, table: str) -> list[str]:
+        """The columns of a mirrored table on the MariaDB target, in order."""
+        with sysbench.connect(self.target) as c, c.cursor() as cur:
+            cur.execute("SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s AND "
+                        "TABLE_NAME = %s ORDER BY ORDINAL_POSITION", (self.names["*"], table))
+            return [r[0] for r in cur.fetchall()]
+
+    def source_columns(self, table: str) -> list[str]:
+        with sysbench.connect(self.source) as c, c.cursor() as cur:
+            cur.execute("SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s AND "
+                        "TABLE_NAME = %s ORDER BY ORDINAL_POSITION", (self.db, table))
+            return [r[0] for r in cur.fetchall()]
 
     def store(self) -> BatchStore:
         from pipeline.config import load_config
@@ -428,5 +445,12 @@ def drop_deployment(dep: Deployment) -> None:
 
 
 def last_json(text: str) -> dict:
-    """The summary line of ``sluice sync --json`` (py4j may print after it)."""
-    return json.loads([line for line in text.splitlines() if line.startswith("{")][-1])
+    """The summary line of ``sluice sync --json`` or the record of ``sluice run --json`` (py4j
+    and the executors' log lines may come after it)."""
+    for line in reversed(text.splitlines()):
+        if line.startswith("{"):
+            try:
+                return json.loads(line)
+            except ValueError:
+                continue
+    raise AssertionError(f"no JSON summary in:\n{text[-3000:]}")

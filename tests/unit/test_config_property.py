@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import copy
 import datetime
+import math
+import re
 from pathlib import Path
 
 import pytest
@@ -93,6 +95,136 @@ def test_one_bad_value_in_a_valid_config_names_its_key(path, value):
         top = path[0]
         # the key at fault is named (a password problem names its section's password key)
         assert e.key is not None and e.key.split(".")[0].split("[")[0] == top, (path, str(e))
+
+
+# ---- every scalar key takes exactly what docs/config.md allows --------------------------------
+# The oracle below is the documented rule of each key, written without the loader's code: the
+# loader must refuse every value the rule refuses (naming the key) and accept every other one.
+_WHOLE_TEXT = re.compile(r"\s*[+-]?[0-9]+\s*")
+_NUMBER_TEXT = re.compile(r"\s*[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\s*")
+
+
+def _whole(lo: int, hi: int | None = None):
+    """A whole number (digits as text too), lo..hi; never a bool or a float."""
+    def ok(v) -> bool:
+        if isinstance(v, str) and _WHOLE_TEXT.fullmatch(v):
+            v = int(v)
+        return type(v) is int and v >= lo and (hi is None or v <= hi)
+    return ok
+
+
+def _seconds(v) -> bool:
+    """A finite number of seconds > 0 (a decimal number as text too); never a bool."""
+    if isinstance(v, str) and _NUMBER_TEXT.fullmatch(v):
+        v = float(v)
+    return type(v) in (int, float) and math.isfinite(v) and v > 0
+
+
+def _text(v) -> bool:
+    """A string with something in it."""
+    return isinstance(v, str) and v.strip() != ""
+
+
+def _regexes(required: bool):
+    """A regex, a comma-separated string of regexes or a list of them; include needs one at least."""
+    def ok(v) -> bool:
+        if isinstance(v, str):
+            v = [p.strip() for p in v.split(",") if p.strip()]
+        if not isinstance(v, list) or (required and not v) or not all(isinstance(p, str) for p in v):
+            return False
+        try:
+            for p in v:
+                re.compile(p)
+        except re.error:
+            return False
+        return True
+    return ok
+
+
+def _one_of(*choices: str):
+    return lambda v: isinstance(v, str) and v in choices
+
+
+def _pattern(regex: str):
+    return lambda v: isinstance(v, str) and re.fullmatch(regex, v) is not None
+
+
+def _optional(rule):
+    return lambda v: v is None or rule(v)
+
+
+NAME = r"[A-Za-z0-9_.-]{1,64}"
+RULES = {
+    ("source", "name"): _pattern(NAME),
+    ("source", "host"): _text,
+    ("source", "port"): _whole(1, 65535),
+    ("source", "user"): lambda v: isinstance(v, str),
+    ("source", "password"): lambda v: v is None or (isinstance(v, str | int) and not isinstance(v, bool)),
+    ("source", "serverId"): _whole(1, 2**32 - 1),
+    ("source", "flavor"): _one_of("auto", "mariadb", "mysql"),
+    ("source", "filter", "include"): _regexes(required=True),
+    ("source", "filter", "exclude"): _regexes(required=False),
+    ("source", "resumeBy"): _one_of("auto", "gtid", "file"),
+    ("source", "heartbeatSeconds"): _seconds,
+    ("source", "connectTimeout"): _seconds,
+    ("source", "ssl", "ca"): _text,
+    ("source", "ssl", "verify_mode"): lambda v: isinstance(v, str) and v.strip().lower() in ("required", "optional",
+                                                                                           "none"),
+    ("store", "path"): _text,
+    ("store", "batch", "maxRows"): _whole(1),
+    ("store", "batch", "maxBytes"): _whole(1024),
+    ("store", "batch", "maxSeconds"): _seconds,
+    ("store", "retain"): _whole(0),
+    ("srcDataSources", "defaultDS", "username"): _optional(lambda v: isinstance(v, str)),
+    ("groups", 0, "groupId"): _pattern(NAME),
+    ("groups", 0, "mappings", 0): _text,
+    ("groups", 0, "outerAdapters", 0, "name"): _one_of("rdb", "es", "es7", "es8", "hbase", "logger"),
+    ("groups", 0, "outerAdapters", 0, "key"): _optional(_text),
+    ("spark", "master"): _text,
+    ("spark", "partitions"): _whole(1),
+    ("spark", "conf", "spark.ui.enabled"): lambda v: isinstance(v, str),
+    ("metrics", "textfile"): _optional(_text),
+    ("metrics", "json"): _optional(_text),
+    ("metrics", "keepRuns"): _whole(10),
+}
+EDGES = [True, False, None, 0, 1, -1, 9, 10, 1023, 1024, 65535, 65536, 2**32 - 1, 2**32, 1.5, 10.0, 0.0,
+         float("inf"), float("-inf"), float("nan"), "", " ", "0", "1", " 7 ", "+3", "-1", "3_306", "1.5", "1e3",
+         ".5", "5.", "inf", "nan", "0x10", "١٢", "x", "a b", "local[2]", "g1", "rdb", "hbase", "auto", "mariadb",
+         "gtid", "file", "required", "Optional", "NONE", "maybe", "(", ".*\\..*", "a,b", ",", " , ", "/ca.pem",
+         [], {}, ["x"], ["("], [1], {"a": 1}, datetime.date(2024, 1, 1)]
+plain = st.one_of(st.none(), st.booleans(), st.integers(min_value=-10**12, max_value=10**12),
+                  st.floats(allow_nan=True), st.text(max_size=10).filter(lambda t: "${" not in t))
+leaf_values = st.one_of(st.sampled_from(EDGES), plain, st.lists(plain, max_size=3),
+                        st.dictionaries(st.text(max_size=4), plain, max_size=2))
+
+
+def test_the_valid_config_follows_the_rules():
+    for path, rule in RULES.items():
+        node = VALID
+        for k in path[:-1]:
+            node = node[k]
+        if path[-1] in node:
+            assert rule(node[path[-1]]), path
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(sorted(RULES, key=str)), leaf_values)
+def test_each_key_takes_exactly_the_values_its_rule_allows(path, value):
+    raw = copy.deepcopy(VALID)
+    node = raw
+    for k in path[:-1]:
+        node = node[k]
+    node[path[-1]] = value
+    allowed = RULES[path](value)
+    try:
+        parse_config(raw, "c.yml", env={})
+    except ConfigError as e:
+        assert not allowed, f"{path} = {value!r} is allowed but was refused: {e}"
+        named = "".join(f"[{k}]" if isinstance(k, int) else f".{k}" for k in path).lstrip(".")
+        assert e.key is not None and named.startswith(e.key) and e.key.count(".") >= 1, (path, str(e))
+        assert str(e).startswith(f"c.yml: {e.key}: ")
+        return
+    assert allowed, f"{path} = {value!r} was accepted but its rule refuses it"
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -185,6 +317,18 @@ def test_unreadable_files_are_one_config_error(tmp_path: Path):
     ({"groups": [{"groupId": "g"}, {"groupId": "g"}]}, "groups"),
     ({"metrics": {"keepRuns": 2}}, "metrics.keepRuns"),
     ({"source": {"host": "${NOPE_NOT_SET_42}"}}, "source.host"),
+    # accepted before issue 23's property found them:
+    ({"source": {"port": True}}, "source.port"),                      # YAML yes/on/true: was port 1
+    ({"spark": {"partitions": True}}, "spark.partitions"),
+    ({"source": {"heartbeatSeconds": float("inf")}}, "source.heartbeatSeconds"),  # capture: OverflowError
+    ({"store": {"batch": {"maxSeconds": "inf"}}}, "store.batch.maxSeconds"),
+    ({"source": {"filter": {"include": ""}}}, "source.filter.include"),         # captured nothing
+    ({"source": {"ssl": {"verify_mode": "requierd"}}}, "source.ssl"),          # pymysql: no verification
+    ({"source": {"ssl": {"ca": True}}}, "source.ssl"),                         # named source.ssl.ca.str
+    ({"source": {"password": True}}, "source.password"),                       # password: yes -> "True"
+    ({"source": {"host": ""}}, "source.host"),
+    ({"store": {"path": " "}}, "store.path"),
+    ({"groups": [{"groupId": "g", "mappings": [""]}]}, "groups[0].mappings[0]"),
 ])
 def test_known_bad_values_name_their_key(section, named):
     with pytest.raises(ConfigError) as err:

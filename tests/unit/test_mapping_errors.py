@@ -58,6 +58,14 @@ def hb(**changes):
     (es(skips="id"), "esMapping.skips", "must be a list"),
     (es(objFields={"name": "list"}), "esMapping.objFields.name", "array:<separator>, object, json"),
     (hb(mode="FAST"), "hbaseMapping.mode", "STRING, NATIVE, PHOENIX"),
+    # names the target refuses (accepted before issue 23's property test; the first sync failed)
+    (es(_index="Users"), "esMapping._index", "must be lower case"),
+    (es(_index="my index"), "esMapping._index", "must not contain ' '"),
+    (es(_index="_x"), "esMapping._index", "must not start with '_'"),
+    (hb(hbaseTable="my table"), "hbaseMapping.hbaseTable", "[namespace:]name"),
+    (hb(hbaseTable="ns:-t"), "hbaseMapping.hbaseTable", "[namespace:]name"),
+    (hb(family="a:b"), "hbaseMapping.family", "must not contain ':'"),
+    (hb(columns={"id": "ROWKEY", "name": ".F:Q"}), "hbaseMapping.columns.name", "must not start with '.'"),
     # missing required
     (db(database=None), "dbMapping.database", "must be a name"),
     ({"dbMapping": {k: v for k, v in RDB.items() if k != "database"}}, "dbMapping.database", "is required"),
