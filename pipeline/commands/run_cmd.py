@@ -38,10 +38,11 @@ def run(
     cfg = load_config(config)
     signal.signal(signal.SIGTERM, _sigterm)
 
-    def spark_factory():
+    def spark_factory(pending_rows: int):
         from pipeline.job.session import get_spark
 
-        return get_spark(cfg.spark, f"sluice-run-{cfg.source.name}", master)
+        small = 0 < pending_rows <= cfg.spark.smallRows
+        return get_spark(cfg.spark, f"sluice-run-{cfg.source.name}", master, small=small)
 
     result = run_once(cfg, groups=group or None, spark_factory=spark_factory, capture=not no_capture,
                       max_batches=max_batches, partitions=partitions, nothing_exit=nothing_exit)

@@ -78,14 +78,14 @@ def _check(cfg: Config, plan: Any, store: BatchStore) -> None:
     plan.check(store)
 
 
-def run_once(cfg: Config, *, groups: list[str] | None = None, spark_factory: Callable[[], Any] | None = None,
+def run_once(cfg: Config, *, groups: list[str] | None = None, spark_factory: Callable[[int], Any] | None = None,
              capture: bool = True, max_batches: int = 50, partitions: int | None = None,
              nothing_exit: int = EXIT_NOTHING, with_source_lag: bool = True, write_metrics: bool = True,
              capture_fn: Callable[..., Any] | None = None, sync_fn: Callable[..., Any] | None = None,
              load_fn: Callable[[Config, str], Any] | None = None,
              check_fn: Callable[[Config, Any, BatchStore], None] | None = None) -> RunResult:
-    """One scheduled run (see the module docstring). ``spark_factory`` is called only when a
-    group passed its checks and has pending batches; ``capture_fn``/``sync_fn`` replace
+    """One scheduled run (see the module docstring). ``spark_factory(pending_rows)`` is called
+    only when a group passed its checks and has pending batches; ``capture_fn``/``sync_fn`` replace
     run_capture/run_sync, ``load_fn``/``check_fn`` the group loading and pre-flight, in tests.
     ``sync_fn`` is called with the group's apply lock held (``locked=True``) and its ``plan``."""
     from pipeline.capture import run_capture
@@ -112,7 +112,8 @@ def run_once(cfg: Config, *, groups: list[str] | None = None, spark_factory: Cal
             _capture(cfg, capture_fn, rec)
         with ExitStack() as held:
             ready = _prepare_groups(cfg, store, plans, check_fn, rec, held)
-            spark = _start_spark(spark_factory, ready, store, rec) if ready else None
+            pending = sum(before["rows"] for _, _, before in ready)
+            spark = _start_spark(spark_factory, ready, store, rec, pending) if ready else None
             if spark is False:
                 ready = []
             for g, plan, before in ready:
@@ -227,14 +228,15 @@ def _prepare_groups(cfg: Config, store: BatchStore, plans: dict[str, Any],
     return ready
 
 
-def _start_spark(spark_factory: Callable[[], Any] | None, ready: list, store: BatchStore,
-                 rec: dict[str, Any]) -> Any:
-    """The Spark session for the groups that passed their checks; False (recorded) when it does
-    not start (no Java, a bad master URL)."""
+def _start_spark(spark_factory: Callable[[int], Any] | None, ready: list, store: BatchStore,
+                 rec: dict[str, Any], pending_rows: int = 0) -> Any:
+    """The Spark session for the groups that passed their checks (``spark_factory`` is told
+    how many rows they have pending: a small run gets a JVM tuned for a short life); False
+    (recorded) when it does not start (no Java, a bad master URL)."""
     if spark_factory is None:
         return None
     try:
-        return spark_factory()
+        return spark_factory(pending_rows)
     except KeyboardInterrupt:
         raise
     except Exception as e:  # noqa: BLE001 - recorded; the run fails with its record written
