@@ -299,6 +299,6 @@ def test_report_page_is_self_contained():
              "lag": {"capture": {"lag_s": 0.5 * i}, "groups": {"g<1>": {"lag_s": i}}},
              "errors": [{"message": "<script>x</script>"}] if i == 2 else []} for i in range(5)]
     page = render(runs, source="shop", store="/data/s")
-    assert page.count("<svg") == 3 and "<script>" not in page and "&lt;script&gt;" in page
+    assert page.count("<svg") == 4 and "<script>" not in page and "&lt;script&gt;" in page
     assert "g&lt;1&gt;" in page and "r4" in page and "http" not in page.replace("http://www.w3.org/2000/svg", "")
     assert "no data" in svg_chart("empty", [], {}, "rows/s")
