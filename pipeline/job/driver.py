@@ -234,6 +234,7 @@ def _run_segment(spark, dml, seg, plan: GroupPlan, ctx: JobContext, nparts: int,
                  keys=None) -> None:
     t0 = time.monotonic()
     changes = partitioned_changes(dml, seg, plan.routes, nparts, keys)
+    t_plan = time.monotonic() - t0
     counters = new_counter(spark)
     try:
         results = changes.mapInArrow(apply_function(ctx, counters), RESULT_SCHEMA).collect()
@@ -252,7 +253,9 @@ def _run_segment(spark, dml, seg, plan: GroupPlan, ctx: JobContext, nparts: int,
         summary.rows += r["rows"] or 0
     secs = time.monotonic() - t0
     rows = sum(r["rows"] or 0 for r in results)
-    log.info("segment", rows=rows, partitions=len(results), seconds=round(secs, 2),
+    worker = max((float(r["seconds"] or 0) for r in results), default=0.0)  # the slowest partition, in its worker
+    log.info("segment", rows=rows, partitions=len(results), seconds=round(secs, 2), plan_s=round(t_plan, 2),
+             worker_s=round(worker, 2),
              rows_per_s=round(rows / secs) if secs else 0, failed=len(failed))
     if failed:
         lines = [f"partition {r['partition']}: table {r['error_table']} key {r['error_key']}: {r['error']}"
