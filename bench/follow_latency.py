@@ -196,7 +196,7 @@ def main() -> None:
             t.join()
     finally:
         probes.stop.set()
-        os.killpg(follower.pid, signal.SIGTERM)
+        follower.send_signal(signal.SIGTERM)  # the follower stops its own JVM (systemd: KillMode=mixed)
         try:
             follower.wait(timeout=60)
         except subprocess.TimeoutExpired:

@@ -16,6 +16,7 @@ In order, on one deployment (a mirrorDb mapping, commitBatch 100, the target thr
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
@@ -182,3 +183,28 @@ def test_restart_applies_everything_and_a_target_outage_is_held_then_applied_in_
         if proxy._listener is None:
             proxy.up()
         f.kill()
+
+
+def test_follow_runs_under_spark_submit(dep, mariadb, mariadb_target):
+    """``spark-submit ... sluice_submit.py run --follow`` (``sluice package``), here on ``local[1]``
+    with the spark-submit that comes with pyspark: the rounds run in spark-submit's session."""
+    import pyspark
+
+    d, store = dep, dep["store"]
+    dist = d["tmp"] / "dist"
+    sluice("package", "--out", str(dist))
+    _insert(mariadb, d["db"], 9000, 20)
+    submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
+    cmd = [str(submit), "--master", "local[1]", "--conf", "spark.ui.enabled=false",
+           "--py-files", str(sorted(dist.glob("sluice-*.zip"))[-1]), str(dist / "sluice_submit.py"),
+           "run", "--config", str(d["cfg"]), "--follow", "--rounds", "2", "--interval", "0.2", "--json"]
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
+               SPARK_LOCAL_IP="127.0.0.1")
+    env.pop("SPARK_HOME", None)
+    p = Background(cmd, d["tmp"] / "submit.log", env)
+    code = p.wait(300)
+    rec = [ln for ln in p.output(200000).splitlines() if ln.startswith('{"run"')]
+    assert code in (0, 4) and rec, p.output()
+    assert json.loads(rec[-1])["follow"]["round"] == 2
+    assert _rows(mariadb_target, f"{d['db']}_copy") == _rows(mariadb, d["db"])
+    assert store.status()["groups"]["g1"]["pending_rows"] == 0
