@@ -12,8 +12,9 @@ position; then, for ``--seconds``:
 * a probe writer inserts one row every 0.25 s and notes the wall time right after its COMMIT
   returned (``commit_at``);
 * a poller per target asks every 50 ms for the newest probe id (MariaDB: ``MAX(id)``;
-  Elasticsearch: a search sorted by id, which sees a document once a refresh made it
-  searchable) and notes when each id was first seen.
+  Elasticsearch: the count of searchable documents, which sees a document once a refresh made
+  it searchable; probe ids run 1, 2, 3, ... and are applied in order, so N documents are ids
+  1..N) and notes when each id was first seen.
 
 Latency of a probe = first seen - commit_at (the poll period adds up to 50 ms). The follower's
 start is left out: the window opens ``--warmup`` seconds after the first probe reached every
@@ -135,10 +136,8 @@ class Probes:
 
         client = Elasticsearch(es["url"], request_timeout=10)
 
-        def newest():
-            r = client.search(index=f"{self.db}-probe", size=1, sort=[{"id": "desc"}], source=["id"])
-            hits = r["hits"]["hits"]
-            return int(hits[0]["_source"]["id"]) if hits else 0
+        def newest():  # ids are 1, 2, 3, ... and applied in order: N searchable documents = ids 1..N
+            return int(client.count(index=f"{self.db}-probe")["count"])
         self._poll("elasticsearch", newest)
 
 
