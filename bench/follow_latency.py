@@ -53,8 +53,9 @@ INTRO = """
 `oltp_write_only` writes a steady load on the source (2 tables of 10000 rows, 2 threads, `--rate`
 transactions/s); a probe row is inserted every 0.25 s and the target is polled every 50 ms for it.
 Latency = first seen in the target - wall time right after the source COMMIT returned (ES: the
-document found by a search, i.e. after a refresh). Start-up is left out: until 20 s (`warmup`
-column: until N s) after the follower's first round had applied a probe.
+document counted by a search, i.e. after a refresh). Start-up is left out: the window opens 10 s
+(`--warmup`) after the follower's first round brought a probe into every target; the `warmup`
+column says when it opened, in seconds after the start (a cold start is the small-run table's).
 Target: median <= 3 s, p99 <= 10 s.
 
 | date | command | target | probes | sysbench rows/s | p50 s | p95 s | p99 s | max s | warmup | load |
