@@ -228,7 +228,11 @@ class SparkConfig(_Frozen):
     """How the apply job runs."""
 
     master: Text = "local[*]"
+    #: partitions of a round with more than ``smallRows`` rows
     partitions: Int = Field(8, ge=1)
+    #: a run or round with at most this many pending rows is small: one partition (no shuffle,
+    #: no sort), and a driver JVM with C1-only JIT when ``sluice run``/``sync`` start it (0: none)
+    smallRows: Int = Field(10000, ge=0)
     conf: dict[str, str] = {}
 
 

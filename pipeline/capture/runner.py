@@ -66,8 +66,10 @@ class _Progress:
 
 
 def run_capture(cfg: Config, *, follow: bool = False, max_batches: int | None = None,
-                progress_every: float = PROGRESS_SECONDS) -> CaptureSummary:
-    """Capture from the stored position into the store; see the module docstring."""
+                progress_every: float = PROGRESS_SECONDS, quiet: bool = False) -> CaptureSummary:
+    """Capture from the stored position into the store; see the module docstring.
+    ``quiet``: the start and end lines only at DEBUG when nothing was captured (``sluice run
+    --follow`` captures every second)."""
     src = cfg.source
     register_secret(src.password.reveal())
     store = BatchStore(cfg.store_dir())
@@ -92,8 +94,9 @@ def run_capture(cfg: Config, *, follow: bool = False, max_batches: int | None = 
         finally:
             conn.close()
         first = start
-        log.info("capture starting", source=f"{src.host}:{src.port}", flavor=info.flavor, version=info.version,
-                 mode="follow" if follow else "once", start=start.text(), stop_at=stop_at and stop_at.text())
+        say = log.debug if quiet else log.info
+        say("capture starting", source=f"{src.host}:{src.port}", flavor=info.flavor, version=info.version,
+            mode="follow" if follow else "once", start=start.text(), stop_at=stop_at and stop_at.text())
         codecs = CodecCache()
         totals = [0, 0, 0]
         stopped = "end of binlog"
@@ -142,6 +145,7 @@ def run_capture(cfg: Config, *, follow: bool = False, max_batches: int | None = 
     summary = CaptureSummary(batches=totals[0], rows=totals[1], transactions=totals[2],
                              elapsed_s=round(elapsed, 3), rows_per_s=round(totals[1] / elapsed, 1) if elapsed else 0.0,
                              start=first.to_dict(), end=start.to_dict(), stopped=stopped)
-    log.info("capture done", **{k: v for k, v in summary.to_dict().items() if k not in ("start", "end")},
-             end_position=start.text())
+    say = log.debug if quiet and not totals[1] else log.info
+    say("capture done", **{k: v for k, v in summary.to_dict().items() if k not in ("start", "end")},
+        end_position=start.text())
     return summary

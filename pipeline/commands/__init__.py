@@ -5,6 +5,7 @@ from pipeline.commands import (  # noqa: F401  (importing registers the commands
     capture_cmd,
     deadletter_cmd,
     etl_cmd,
+    jvm_cmd,
     report_cmd,
     run_cmd,
     status_cmd,

@@ -10,6 +10,8 @@ import typer
 
 from pipeline.cli import app
 from pipeline.config import load_config
+from pipeline.errors import UsageError
+from pipeline.exitcodes import NOTHING as EXIT_NOTHING
 
 
 def _sigterm(_signo, _frame) -> None:  # a clean stop: unacked batches are applied again next run
@@ -30,18 +32,32 @@ def run(
                                      help="Exit code when there was nothing to do (default 4; 0 for "
                                      "schedulers that fail on any non-zero code)."),
     as_json: bool = typer.Option(False, "--json", help="Print the run record as JSON."),
+    follow: bool = typer.Option(False, "--follow", help="Run round after round in one warm Spark session "
+                                "until SIGTERM/SIGINT (exit 130); failed groups are retried with back-off."),
+    interval: float = typer.Option(1.0, "--interval", min=0.0, help="--follow: seconds from the start of one "
+                                   "round to the start of the next (a round that leaves batches pending "
+                                   "goes on at once)."),
+    rounds: int | None = typer.Option(None, "--rounds", min=1, help="--follow: stop after this many rounds "
+                                      "(tests, benchmarks)."),
 ) -> None:
     """Capture up to the source's current end, then sync every group; exit 0 done, 1 failed,
-    3 another run holds a lock, 4 nothing to do (docs/operations.md)."""
+    3 another run holds a lock, 4 nothing to do (docs/operations.md). With --follow: again and
+    again in one warm Spark session (docs/operations.md, sluice run --follow)."""
     from pipeline.ops.run import run_once
 
     cfg = load_config(config)
     signal.signal(signal.SIGTERM, _sigterm)
+    if follow:
+        _follow(cfg, group, no_capture, max_batches, partitions, master, nothing_exit, as_json, interval, rounds)
+        return
+    if rounds is not None:
+        raise UsageError("--rounds needs --follow")
 
-    def spark_factory():
+    def spark_factory(pending_rows: int):
         from pipeline.job.session import get_spark
 
-        return get_spark(cfg.spark, f"sluice-run-{cfg.source.name}", master)
+        small = 0 < pending_rows <= cfg.spark.smallRows
+        return get_spark(cfg.spark, f"sluice-run-{cfg.source.name}", master, small=small)
 
     result = run_once(cfg, groups=group or None, spark_factory=spark_factory, capture=not no_capture,
                       max_batches=max_batches, partitions=partitions, nothing_exit=nothing_exit)
@@ -51,6 +67,26 @@ def run(
     else:
         typer.echo(_text(rec))
     sys.exit(result.exit_code)  # SystemExit: the CLI returns its code (typer.Exit is swallowed)
+
+
+def _follow(cfg, group, no_capture: bool, max_batches: int, partitions: int | None, master: str | None,
+            nothing_exit: int, as_json: bool, interval: float, rounds: int | None) -> None:
+    from pipeline.ops.follow import run_follow
+
+    def spark_factory(_pending_rows: int):
+        from pipeline.job.session import get_spark
+
+        return get_spark(cfg.spark, f"sluice-follow-{cfg.source.name}", master)  # long-lived: full JIT
+
+    result = run_follow(cfg, groups=group or None, spark_factory=spark_factory, interval=interval,
+                        max_rounds=rounds, capture=not no_capture, max_batches=max_batches, partitions=partitions)
+    rec = result.record
+    if as_json:
+        typer.echo(json.dumps(rec, default=str))
+    elif rec:
+        typer.echo(_text(rec))
+    code = result.exit_code
+    sys.exit(nothing_exit if code == EXIT_NOTHING else code)
 
 
 def _text(rec: dict) -> str:

@@ -19,7 +19,7 @@ def status(
 ) -> None:
     """Per source the capture position and lag; per group pending batches, rows and lag; the last run."""
     from pipeline.ops.status import deployment_status
-    from pipeline.ops.summary import group_run_text
+    from pipeline.ops.summary import freshness_text, group_run_text
 
     cfg = load_config(config)
     st = deployment_status(cfg, with_source=not no_source)
@@ -47,6 +47,7 @@ def status(
         note = "" if gs["configured"] else "  (not in the config)"
         typer.echo(f"group {g}{note}: cursor {gs['cursor']}, pending {gs['pending_batches']} batches / "
                    f"{gs['pending_rows']} rows, lag {gs['lag_s']} s")
+        typer.echo(f"  fresh     {freshness_text(gs)}")
         lr = gs.get("last_run")
         if lr:
             typer.echo(f"  last run  {group_run_text(lr)}")

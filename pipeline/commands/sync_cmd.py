@@ -48,7 +48,9 @@ def sync(
     with store.apply_lock(group):  # a group another job applies: refused before Spark starts
         plan.check(store)  # source and targets answer, mappings fit their tables
         pending = store.batches(since=store.cursor(group))
-        spark = get_spark(cfg.spark, f"sluice-sync-{group}", master) if pending else None
+        rows = sum(b.rows for b in pending)
+        small = rows <= cfg.spark.smallRows  # a short run: the JVM gets C1-only JIT (pipeline/job/jvm.py)
+        spark = get_spark(cfg.spark, f"sluice-sync-{group}", master, small=small) if pending else None
         summary = run_sync(cfg, group, spark, max_batches=max_batches, partitions=partitions, plan=plan,
                            locked=True)
     out = summary.as_dict()

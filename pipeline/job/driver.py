@@ -9,6 +9,7 @@ committed. Any failure: no ack, a message naming table/key/error, a non-zero exi
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import time
@@ -32,6 +33,21 @@ from pipeline.store import BatchStore
 from pipeline.store.deadletter import DeadLetterStore
 
 log = get_logger("sync")
+#: DDL epochs of this driver process: every sync starts a new one, and so does every DDL it
+#: applies. Executors (whose Python workers a warm session reuses across syncs) drop their
+#: schema caches whenever the epoch they are handed differs from the last one they saw, so an
+#: epoch must never repeat in one driver (``sluice run --follow`` syncs many times).
+_EPOCHS = itertools.count(1)
+
+
+def round_partitions(rows: int, partitions: int | None, cfg: Config) -> int:
+    """Partitions of a round of ``rows`` rows: ``partitions`` when given (``--partitions``),
+    else one for a small round (at most ``spark.smallRows``: no shuffle, no sort, one Python
+    worker), else ``spark.partitions``."""
+    if partitions:
+        return partitions
+    small = cfg.spark.smallRows
+    return 1 if small and rows <= small else cfg.spark.partitions
 
 
 class ApplyFailed(SluiceError):
@@ -83,10 +99,10 @@ def run_sync(cfg: Config, group_id: str, spark: SparkSession, *, max_batches: in
     store = BatchStore(cfg.store_dir(), create=False)
     summary = SyncSummary(group_id)
     t0 = time.monotonic()
-    nparts = partitions or cfg.spark.partitions
     with nullcontext() if locked else store.apply_lock(group_id):
         summary.acked_to = store.cursor(group_id)
-        epoch = 0
+        epoch = next(_EPOCHS)  # a new sync reads the targets' schemas afresh (DDL by anyone since)
+        reset_caches(epoch)
         dead = _dead_letter_store(store, plan)
         blocked = dead.blocked() if dead is not None else frozenset()
         generation, recaptures = store.lineage()
@@ -98,8 +114,9 @@ def run_sync(cfg: Config, group_id: str, spark: SparkSession, *, max_batches: in
                 break
             paths = store.paths(batches, uri=True)
             ids = [b.batch_id for b in batches]
-            log.info("round", group=group_id, batches=f"{ids[0]}..{ids[-1]}",
-                     rows=sum(b.rows for b in batches))
+            nrows = sum(b.rows for b in batches)
+            nparts = round_partitions(nrows, partitions, cfg)
+            log.info("round", group=group_id, batches=f"{ids[0]}..{ids[-1]}", rows=nrows, partitions=nparts)
             dml = read_dml(spark, paths, ordered=nparts == 1)
             barriers, ddl_positions = _barriers(store, batches, dml, plan)
             cuts = segments(barriers)
@@ -121,7 +138,7 @@ def run_sync(cfg: Config, group_id: str, spark: SparkSession, *, max_batches: in
                         _pause_before_ddl()
                         _apply_ddl(plan, seg.ddl, lineage["scope"])
                         summary.ddl += 1
-                        epoch += 1
+                        epoch = next(_EPOCHS)
                         reset_caches(epoch)
                         keys = plan.key_plan()
                 if round_dir is not None:  # durable before the ack; a crash before it: rerun
@@ -236,6 +253,7 @@ def _run_segment(spark, dml, seg, plan: GroupPlan, ctx: JobContext, nparts: int,
                  keys=None) -> None:
     t0 = time.monotonic()
     changes = partitioned_changes(dml, seg, plan.routes, nparts, keys)
+    t_plan = time.monotonic() - t0
     counters = new_counter(spark)
     try:
         results = changes.mapInArrow(apply_function(ctx, counters), RESULT_SCHEMA).collect()
@@ -254,7 +272,9 @@ def _run_segment(spark, dml, seg, plan: GroupPlan, ctx: JobContext, nparts: int,
         summary.rows += r["rows"] or 0
     secs = time.monotonic() - t0
     rows = sum(r["rows"] or 0 for r in results)
-    log.info("segment", rows=rows, partitions=len(results), seconds=round(secs, 2),
+    worker = max((float(r["seconds"] or 0) for r in results), default=0.0)  # the slowest partition, in its worker
+    log.info("segment", rows=rows, partitions=len(results), seconds=round(secs, 2), plan_s=round(t_plan, 2),
+             worker_s=round(worker, 2),
              rows_per_s=round(rows / secs) if secs else 0, failed=len(failed))
     if failed:
         lines = [f"partition {r['partition']}: table {r['error_table']} key {r['error_key']}: {r['error']}"

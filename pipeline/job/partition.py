@@ -15,16 +15,19 @@ import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
 from adapters.base import ApplyStats, Change
 from pipeline.errors import SluiceError, TargetError, TransientError, is_row_error
-from pipeline.job.deadletter import DeadLetters
 from pipeline.job.feed import Decoded, Feed, Pipe, changes, check_order
 from pipeline.logs import get_logger
 
 log = get_logger("job.partition")
+
+if TYPE_CHECKING:
+    from pipeline.job.deadletter import DeadLetters
 
 RESULT_FIELDS = [("partition", pa.int32()), ("ok", pa.bool_()), ("rows", pa.int64()), ("stats", pa.string()),
                  ("error", pa.string()), ("error_table", pa.string()), ("error_key", pa.string()),
@@ -72,7 +75,11 @@ class _PartitionRun:
         self.retries = 0  # chunks tried again after a TransientError (reported, counted in metrics)
         self.current: Change | None = None  # the first change of the chunk being applied (messages)
         on = any(getattr(m, "deadLetter", False) for m in ctx.mappings)
-        self.dead = DeadLetters(ctx.blocked) if on else None
+        self.dead = None
+        if on:  # imported only when used: the store's modules cost a cold Python worker time
+            from pipeline.job.deadletter import DeadLetters
+
+            self.dead = DeadLetters(ctx.blocked)
 
     def writer(self, midx: int):
         tid = self.ctx.mapping_target[midx]

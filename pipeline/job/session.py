@@ -1,17 +1,31 @@
-"""The SparkSession of a sync: local[*] by default, or whatever spark-submit set up."""
+"""The SparkSession of a sync: local[*] by default, or whatever spark-submit set up.
+
+A session started here (not under spark-submit) gets the driver Java options of
+:mod:`pipeline.job.jvm`: the class-data-sharing archive when ``scripts/bootstrap`` built one,
+and C1-only JIT when the caller says the run is small. While the JVM starts, a thread imports
+the Python modules PySpark's driver needs right after it (PySpark's first py4j call imports
+pandas and pyarrow through ``pyspark.testing.utils``), so the two overlap instead of adding up.
+"""
 
 from __future__ import annotations
 
 import os
 import sys
+import threading
 
 from pyspark.sql import SparkSession
 
 from pipeline.config import SparkConfig
 
+DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 
-def get_spark(conf: SparkConfig, app_name: str = "sluice-sync", master: str | None = None) -> SparkSession:
-    """Build (or join, under spark-submit) the session with the settings the job relies on."""
+
+def get_spark(conf: SparkConfig, app_name: str = "sluice-sync", master: str | None = None, *,
+              small: bool = False) -> SparkSession:
+    """Build (or join, under spark-submit) the session with the settings the job relies on.
+
+    ``small``: the run applies at most ``spark.smallRows`` rows, so the JVM gets C1-only JIT
+    (:func:`pipeline.job.jvm.driver_java_options`); ignored when the JVM is already running."""
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
@@ -30,10 +44,37 @@ def get_spark(conf: SparkConfig, app_name: str = "sluice-sync", master: str | No
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.ui.showConsoleProgress", "false"))
     for k, v in conf.conf.items():
-        builder = builder.config(k, v)
+        if k != DRIVER_JAVA_OPTIONS:
+            builder = builder.config(k, v)
+    user_opts = conf.conf.get(DRIVER_JAVA_OPTIONS)
+    if not submitted and not _jvm_running():
+        from pipeline.job.jvm import driver_java_options, merge_options
+
+        opts = merge_options(driver_java_options(small), user_opts)
+        if opts:
+            builder = builder.config(DRIVER_JAVA_OPTIONS, opts)
+        prefetch = threading.Thread(target=_prefetch_imports, name="sluice-prefetch", daemon=True)
+        prefetch.start()
+    elif user_opts:
+        builder = builder.config(DRIVER_JAVA_OPTIONS, user_opts)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("SLUICE_SPARK_LOG_LEVEL", "WARN"))
     return spark
+
+
+def _jvm_running() -> bool:
+    from pyspark import SparkContext
+
+    return SparkContext._gateway is not None
+
+
+def _prefetch_imports() -> None:
+    """Import what the driver needs once the JVM answers, while the JVM is still starting."""
+    try:
+        import pyarrow  # noqa: F401  (mapInArrow on the driver)
+        import pyspark.testing.utils  # noqa: F401  (PySpark's py4j argument converter imports it)
+    except Exception:  # noqa: BLE001 - only a head start; the real import reports any problem
+        pass
 
 
 def _submit_conf() -> dict:

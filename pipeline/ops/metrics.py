@@ -94,7 +94,13 @@ def registry_for(rec: dict[str, Any], last_success: dict[str, Any] | None = None
     gp_r = gauge("sluice_group_pending_rows", "Rows in the batches the group has not acked.", ("group",))
     gp_l = gauge("sluice_group_lag_seconds", "Age of the oldest batch the group has not acked (0: none).", ("group",))
     gp_c = gauge("sluice_group_cursor", "The newest batch the group acked.", ("group",))
+    gp_f = gauge("sluice_group_freshness_seconds", "Now minus the source commit time of the newest row the "
+                 "group applied (end-to-end freshness).", ("group",))
+    gp_a = gauge("sluice_group_applied_event_timestamp_seconds", "Source commit time (Unix time) of the newest "
+                 "row the group applied.", ("group",))
     for group, gs in (lag.get("groups") or {}).items():
+        put(gp_f, gs.get("freshness_s"), group=group)
+        put(gp_a, iso_ts(gs.get("applied_event_at")), group=group)
         put(gp_b, gs.get("pending_batches"), group=group)
         put(gp_r, gs.get("pending_rows"), group=group)
         put(gp_l, gs.get("lag_s"), group=group)

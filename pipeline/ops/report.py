@@ -1,7 +1,8 @@
 """``sluice report``: one self-contained HTML page about recent runs (no scripts, no CDN).
 
 Charts are inline SVG drawn here: rows/s per run (capture and each group's sync), lag after
-each run (capture seconds behind the source, each group's oldest pending batch), rows per run;
+each run (capture seconds behind the source, each group's oldest pending batch), each group's
+end-to-end freshness after each run (source commit time of its newest applied row vs then), rows per run;
 then a table of the runs with their status and first error. Hovering a point shows its value
 (SVG ``<title>``). Everything comes from the run log (``<store>/runs.jsonl``).
 """
@@ -108,13 +109,18 @@ def render(runs: list[dict[str, Any]], *, source: str, store: str, now: str | No
     rate = {"capture": [_num((r.get("capture") or {}).get("rows_per_s")) for r in runs]}
     rows = {"captured": [_num((r.get("capture") or {}).get("rows")) for r in runs]}
     lag = {"capture behind source": [_num(((r.get("lag") or {}).get("capture") or {}).get("lag_s")) for r in runs]}
+    fresh: dict[str, list[float | None]] = {}
     for g in groups:
         rate[f"sync {g}"] = [_num(((r.get("sync") or {}).get(g) or {}).get("rows_per_s")) for r in runs]
         rows[f"synced {g}"] = [_num(((r.get("sync") or {}).get(g) or {}).get("rows")) for r in runs]
         lag[f"{g} oldest pending"] = [_num((((r.get("lag") or {}).get("groups") or {}).get(g) or {}).get("lag_s"))
                                       for r in runs]
+        fresh[g] = [_num((((r.get("lag") or {}).get("groups") or {}).get(g) or {}).get("freshness_s"))
+                    for r in runs]
     charts = [svg_chart("Throughput per run", labels, rate, "rows/s", failed),
               svg_chart("Lag after each run", labels, lag, "seconds", failed),
+              svg_chart("Freshness after each run: source commit time of the newest applied row, seconds ago",
+                        labels, fresh, "seconds", failed),
               svg_chart("Rows per run", labels, rows, "rows", failed)]
     ok = sum(1 for f in failed if not f)
     body = [f"<h1>Sluice runs: {html.escape(source)}</h1>",
@@ -130,6 +136,7 @@ def render(runs: list[dict[str, Any]], *, source: str, store: str, now: str | No
     body.append("<h2>Runs (newest first)</h2><table><tr><th>run</th><th>started</th><th>status</th><th>s</th>"
                 "<th>captured</th>"
                 + "".join(f"<th>{html.escape(g)} rows</th><th>{html.escape(g)} rows/s</th>" for g in groups)
+                + "".join(f"<th>{html.escape(g)} freshness s</th>" for g in groups)
                 + "<th>capture lag s</th><th>error</th></tr>")
     for r in reversed(runs):
         cap = r.get("capture") or {}
@@ -141,6 +148,9 @@ def render(runs: list[dict[str, Any]], *, source: str, store: str, now: str | No
         for g in groups:
             s = (r.get("sync") or {}).get(g) or {}
             cells += [str(s.get("rows", "-")), str(s.get("rows_per_s", "-"))]
+        for g in groups:
+            f = (((r.get("lag") or {}).get("groups") or {}).get(g) or {}).get("freshness_s")
+            cells.append("-" if f is None else str(f))
         cells.append(str(((r.get("lag") or {}).get("capture") or {}).get("lag_s", "-")))
         cells.append(f'<span class="e">{html.escape(err.splitlines()[0][:200]) if err else ""}</span>')
         body.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")

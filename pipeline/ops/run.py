@@ -78,23 +78,27 @@ def _check(cfg: Config, plan: Any, store: BatchStore) -> None:
     plan.check(store)
 
 
-def run_once(cfg: Config, *, groups: list[str] | None = None, spark_factory: Callable[[], Any] | None = None,
+def run_once(cfg: Config, *, groups: list[str] | None = None, spark_factory: Callable[[int], Any] | None = None,
              capture: bool = True, max_batches: int = 50, partitions: int | None = None,
              nothing_exit: int = EXIT_NOTHING, with_source_lag: bool = True, write_metrics: bool = True,
              capture_fn: Callable[..., Any] | None = None, sync_fn: Callable[..., Any] | None = None,
              load_fn: Callable[[Config, str], Any] | None = None,
-             check_fn: Callable[[Config, Any, BatchStore], None] | None = None) -> RunResult:
-    """One scheduled run (see the module docstring). ``spark_factory`` is called only when a
-    group passed its checks and has pending batches; ``capture_fn``/``sync_fn`` replace
+             check_fn: Callable[[Config, Any, BatchStore], None] | None = None,
+             record_idle: bool = True, extra: dict[str, Any] | None = None) -> RunResult:
+    """One scheduled run (see the module docstring). ``spark_factory(pending_rows)`` is called
+    only when a group passed its checks and has pending batches; ``capture_fn``/``sync_fn`` replace
     run_capture/run_sync, ``load_fn``/``check_fn`` the group loading and pre-flight, in tests.
-    ``sync_fn`` is called with the group's apply lock held (``locked=True``) and its ``plan``."""
+    ``sync_fn`` is called with the group's apply lock held (``locked=True``) and its ``plan``.
+    ``groups``: None = every group of the config ([] = none: a capture-only round).
+    ``record_idle=False``: a round with nothing to do writes no metrics and no run-log line
+    (``sluice run --follow`` between changes); ``extra`` is merged into the run record."""
     from pipeline.capture import run_capture
 
     capture_fn = capture_fn or run_capture
     if sync_fn is None:
         from pipeline.job.driver import run_sync as sync_fn
     load_fn, check_fn = load_fn or _load, check_fn or _check
-    group_ids = list(groups) if groups else [g.groupId for g in cfg.groups]
+    group_ids = list(groups) if groups is not None else [g.groupId for g in cfg.groups]
     for g in group_ids:
         cfg.group(g)  # unknown group: ConfigError before anything runs
     store = BatchStore(cfg.store_dir(), create=True)
@@ -102,17 +106,19 @@ def run_once(cfg: Config, *, groups: list[str] | None = None, spark_factory: Cal
     t_wall, t0 = time.time(), time.monotonic()
     rec: dict[str, Any] = {"run": new_run_id(t_wall), "started": _iso(t_wall), "finished": None, "seconds": None,
                            "source": cfg.source.name, "groups": group_ids, "status": None, "exit": None,
-                           "capture": None, "sync": {}, "lag": {}, "errors": []}
+                           "capture": None, "sync": {}, "lag": {}, "errors": [], **(extra or {})}
     errors: list[dict[str, Any]] = rec["errors"]
     interrupted = False
-    log.info("run starting", run=rec["run"], source=cfg.source.name, groups=",".join(group_ids), capture=capture)
+    say = log.info if record_idle else log.debug  # --follow: a line per round only when it did something
+    say("run starting", run=rec["run"], source=cfg.source.name, groups=",".join(group_ids), capture=capture)
     try:
         plans = _load_groups(cfg, group_ids, load_fn, rec)
         if capture:
             _capture(cfg, capture_fn, rec)
         with ExitStack() as held:
             ready = _prepare_groups(cfg, store, plans, check_fn, rec, held)
-            spark = _start_spark(spark_factory, ready, store, rec) if ready else None
+            pending = sum(before["rows"] for _, _, before in ready)
+            spark = _start_spark(spark_factory, ready, store, rec, pending) if ready else None
             if spark is False:
                 ready = []
             for g, plan, before in ready:
@@ -141,6 +147,9 @@ def run_once(cfg: Config, *, groups: list[str] | None = None, spark_factory: Cal
     rec["seconds"] = round(time.monotonic() - t0, 3)
     rec["finished"] = _iso(time.time())
     _decide(rec, interrupted, nothing_exit)
+    if rec["status"] == "nothing" and not record_idle:
+        say("run done", run=rec["run"], status=rec["status"], seconds=rec["seconds"])
+        return RunResult(rec, rec["exit"])
     if write_metrics:
         from .metrics import write_metrics as write
 
@@ -227,14 +236,15 @@ def _prepare_groups(cfg: Config, store: BatchStore, plans: dict[str, Any],
     return ready
 
 
-def _start_spark(spark_factory: Callable[[], Any] | None, ready: list, store: BatchStore,
-                 rec: dict[str, Any]) -> Any:
-    """The Spark session for the groups that passed their checks; False (recorded) when it does
-    not start (no Java, a bad master URL)."""
+def _start_spark(spark_factory: Callable[[int], Any] | None, ready: list, store: BatchStore,
+                 rec: dict[str, Any], pending_rows: int = 0) -> Any:
+    """The Spark session for the groups that passed their checks (``spark_factory`` is told
+    how many rows they have pending: a small run gets a JVM tuned for a short life); False
+    (recorded) when it does not start (no Java, a bad master URL)."""
     if spark_factory is None:
         return None
     try:
-        return spark_factory()
+        return spark_factory(pending_rows)
     except KeyboardInterrupt:
         raise
     except Exception as e:  # noqa: BLE001 - recorded; the run fails with its record written
@@ -266,8 +276,9 @@ def _failed_sync(store: BatchStore, g: str, before: dict, ts: float) -> dict[str
 def _finish_lag(cfg: Config, rec: dict, store: BatchStore, groups: list[str], with_source: bool) -> None:
     try:
         metas = store.batches()
-        rec["lag"] = {"capture": capture_lag(cfg, store, with_source=with_source, metas=metas),
-                      "groups": group_status(store, groups, metas=metas)}
+        cap = capture_lag(cfg, store, with_source=with_source, metas=metas)
+        rec["lag"] = {"capture": cap,
+                      "groups": group_status(store, groups, metas=metas, capture_behind=cap.get("behind_bytes"))}
     except Exception as e:  # noqa: BLE001 - lag is informative; the run's outcome stands
         rec["errors"].append(_error("lag", e))
 

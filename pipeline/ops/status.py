@@ -9,6 +9,12 @@
 * **Sync lag** per group: ``lag_s`` = age of the oldest batch the group has not acked (0 when
   nothing is pending), next to the pending batch and row counts (the numbers of
   ``BatchStore.status()``).
+* **Freshness** per group, end to end: ``applied_event_at`` = the source's commit time (binlog
+  ``es``) of the newest row the group has applied (the last record of its newest acked batch
+  that holds records), and ``freshness_s`` = now - that. While the source writes, this is how
+  far the targets trail the source; on an idle source it grows with the idle time, while
+  ``caught_up`` (nothing pending, and capture at the source's end when that is known) says
+  there is nothing left to apply.
 """
 
 from __future__ import annotations
@@ -63,8 +69,8 @@ def last_record(meta: BatchMeta) -> dict[str, Any] | None:
             block *= 4
 
 
-def last_event_ms(store: BatchStore, metas: list[BatchMeta] | None = None) -> int | None:
-    """``es`` (binlog event time, ms) of the newest captured event, or None."""
+def last_event_ms(store: BatchStore | None, metas: list[BatchMeta] | None = None) -> int | None:
+    """``es`` (binlog event time, ms) of the newest captured event (in ``metas``), or None."""
     metas = metas if metas is not None else store.batches()
     for meta in list(reversed(metas))[:EVENT_SCAN_BATCHES]:
         rec = last_record(meta)
@@ -135,9 +141,18 @@ def capture_lag(cfg: Config, store: BatchStore, *, with_source: bool = True, now
     return out
 
 
+def applied_event_ms(metas: list[BatchMeta], cursor: int) -> int | None:
+    """``es`` (source commit time, ms) of the newest row in the batches acked up to ``cursor``."""
+    acked = [m for m in metas if m.batch_id <= cursor]
+    return last_event_ms(None, acked) if acked else None
+
+
 def group_status(store: BatchStore, groups: list[str], *, now: float | None = None,
-                 metas: list[BatchMeta] | None = None) -> dict[str, dict[str, Any]]:
-    """Per group: cursor, pending batches/rows, oldest pending batch and its age (sync lag)."""
+                 metas: list[BatchMeta] | None = None, capture_behind: int | None = None
+                 ) -> dict[str, dict[str, Any]]:
+    """Per group: cursor, pending batches/rows, oldest pending batch and its age (sync lag), and
+    the end-to-end freshness (module docstring; ``capture_behind``: capture's ``behind_bytes``
+    when known)."""
     now = time.time() if now is None else now
     metas = metas if metas is not None else store.batches()
     out = {}
@@ -145,11 +160,15 @@ def group_status(store: BatchStore, groups: list[str], *, now: float | None = No
         cursor = store.cursor(g)
         pending = [m for m in metas if m.batch_id > cursor]
         oldest = iso_ts(pending[0].created_at) if pending else None
+        es = applied_event_ms(metas, cursor)
         out[g] = {"cursor": cursor, "registered": g in store.groups(),
                   "pending_batches": len(pending), "pending_rows": sum(m.rows for m in pending),
                   "oldest_pending_batch": pending[0].batch_id if pending else None,
                   "oldest_pending_at": pending[0].created_at if pending else None,
-                  "lag_s": round(max(0.0, now - oldest), 3) if oldest is not None else 0.0}
+                  "lag_s": round(max(0.0, now - oldest), 3) if oldest is not None else 0.0,
+                  "applied_event_at": _iso(es / 1000) if es else None,
+                  "freshness_s": round(max(0.0, now - es / 1000), 3) if es else None,
+                  "caught_up": not any(m.rows for m in pending) and capture_behind in (0, None)}
     return out
 
 
@@ -163,15 +182,17 @@ def deployment_status(cfg: Config, *, with_source: bool = True) -> dict[str, Any
     log = RunLog(store.root, cfg.metrics.keepRuns)
     last = log.last()
     ok = log.last_success()
+    cap = capture_lag(cfg, store, with_source=with_source, now=now, metas=metas)
     return {
         "now": _iso(now),
         "source": {"name": cfg.source.name, "server": f"{cfg.source.host}:{cfg.source.port}",
                    "store": str(store.root), "batches": st["batches"], "first_batch": st["first_batch"],
                    "last_batch": st["last_batch"], "rows": st["rows"], "bytes": st["bytes"],
-                   "capture": capture_lag(cfg, store, with_source=with_source, now=now, metas=metas)},
+                   "capture": cap},
         "groups": {g: {**gs, "configured": any(c.groupId == g for c in cfg.groups),
                        "last_run": _group_run(log, g)}
-                   for g, gs in group_status(store, groups, now=now, metas=metas).items()},
+                   for g, gs in group_status(store, groups, now=now, metas=metas,
+                                             capture_behind=cap.get("behind_bytes")).items()},
         "last_run": run_brief(last),
         "last_success_at": ok.get("finished") if ok else None,
         "locks": {k: v for k, v in (st.get("locks") or {}).items() if v},

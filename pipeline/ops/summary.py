@@ -59,3 +59,12 @@ def group_run_text(lr: dict[str, Any]) -> str:
                 f"{lr.get('rows_per_s') or 0} rows/s")
     acked = lr.get("batches") or 0
     return f"{lr['finished']}: FAILED, " + (f"{acked} batches acked before the failure" if acked else "nothing acked")
+
+
+def freshness_text(gs: dict[str, Any]) -> str:
+    """A group's end-to-end freshness: the source commit time of its newest applied row."""
+    if not gs.get("applied_event_at"):
+        return "no row applied yet"
+    state = "caught up" if gs.get("caught_up") else "rows pending"
+    return (f"newest applied row committed at the source {gs['applied_event_at']} "
+            f"({gs.get('freshness_s')} s ago; {state})")

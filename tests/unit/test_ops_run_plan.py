@@ -78,7 +78,8 @@ def _run(cfg, store, capture_rows=None, capture_error=None, sync=None, **kw):
     sync = sync or FakeSync(store)
     kw.setdefault("check_fn", lambda cfg, plan, store: None)
     kw.setdefault("load_fn", lambda cfg, g: g)
-    return run_once(cfg, spark_factory=lambda: "SPARK", capture_fn=capture, sync_fn=sync, with_source_lag=False, **kw)
+    return run_once(cfg, spark_factory=lambda rows: "SPARK", capture_fn=capture, sync_fn=sync, with_source_lag=False,
+                    **kw)
 
 
 def test_work_done_then_nothing_to_do(env):
@@ -102,7 +103,7 @@ def test_empty_batches_are_acked_without_spark(env):
     with store.capture_lock():
         store.append([], start={"logfile": "b.1", "logpos": 0}, end={"logfile": "b.1", "logpos": 9})
 
-    def no_spark():
+    def no_spark(rows):
         raise AssertionError("Spark started for empty batches")
     sync = FakeSync(store)
     r = run_once(cfg, spark_factory=no_spark, capture_fn=lambda cfg, follow: Cap(0, 0), sync_fn=sync,
@@ -149,7 +150,7 @@ def test_a_held_group_is_refused_before_spark_starts(env):
     _append(store, 1)
     started = []
 
-    def spark():
+    def spark(rows):
         started.append(1)
         return "SPARK"
 
@@ -186,7 +187,7 @@ def test_a_group_with_wrong_mappings_is_left_out_and_the_run_exits_2(env):
         raise TargetMismatchError(f"m-{plan}.yml: dbMapping.targetTable: target table t does not exist")
 
     started = []
-    r = run_once(cfg, spark_factory=lambda: started.append(1), capture_fn=lambda cfg, follow: Cap(0, 0),
+    r = run_once(cfg, spark_factory=lambda rows: started.append(1), capture_fn=lambda cfg, follow: Cap(0, 0),
                  sync_fn=sync, with_source_lag=False, load_fn=lambda cfg, g: g, check_fn=check)
     assert r.exit_code == EXIT_INVALID and not started and [e["stage"] for e in r.record["errors"]] == ["config"]
 
@@ -199,7 +200,7 @@ def test_failed_preflight_checks_keep_spark_from_starting(env):
         raise SourceError("cannot connect to the source root@127.0.0.1:1: refused")
 
     started = []
-    r = run_once(cfg, spark_factory=lambda: started.append(1), capture_fn=lambda cfg, follow: Cap(0, 0),
+    r = run_once(cfg, spark_factory=lambda rows: started.append(1), capture_fn=lambda cfg, follow: Cap(0, 0),
                  sync_fn=FakeSync(store), with_source_lag=False, load_fn=lambda cfg, g: g, check_fn=check)
     assert r.exit_code == EXIT_FAILED and not started
     assert [(e["stage"], e["group"]) for e in r.record["errors"]] == [("sync", "g1"), ("sync", "g2")]
@@ -243,7 +244,7 @@ def test_spark_that_does_not_start_is_recorded(env):
     cfg, store = env
     _append(store, 1)
 
-    def no_java():
+    def no_java(rows):
         raise RuntimeError("Java gateway process exited before sending its port number")
 
     r = run_once(cfg, spark_factory=no_java, capture_fn=lambda cfg, follow: Cap(0, 0), sync_fn=FakeSync(store),
@@ -298,6 +299,6 @@ def test_report_page_is_self_contained():
              "lag": {"capture": {"lag_s": 0.5 * i}, "groups": {"g<1>": {"lag_s": i}}},
              "errors": [{"message": "<script>x</script>"}] if i == 2 else []} for i in range(5)]
     page = render(runs, source="shop", store="/data/s")
-    assert page.count("<svg") == 3 and "<script>" not in page and "&lt;script&gt;" in page
+    assert page.count("<svg") == 4 and "<script>" not in page and "&lt;script&gt;" in page
     assert "g&lt;1&gt;" in page and "r4" in page and "http" not in page.replace("http://www.w3.org/2000/svg", "")
     assert "no data" in svg_chart("empty", [], {}, "rows/s")

@@ -1,0 +1,264 @@
+"""``sluice run --follow``: scheduled runs back to back, in one warm Spark session.
+
+Each *round* is one :func:`pipeline.ops.run.run_once` -- capture to the source's end, then sync
+every group with pending rows -- with the same locks (the capture lock and each group's apply
+lock, taken and released per round, so a cron ``sluice run`` or a ``sluice sync`` meets them as
+it would meet another run), the same ack rule (a batch is acked only when every partition
+committed), and the same run record, metrics and exit code per round. What a round keeps from
+the one before:
+
+* the **SparkSession**, started when a group first has rows to apply: its JVM, the code Spark
+  generated and compiled for the plan, the JIT's work and the Python workers stay warm, so a
+  round with a few rows costs a fraction of a second instead of a JVM start;
+* the groups' **mapping files**, loaded again only when a file changes (added, removed, edited);
+* the **pre-flight checks** (source and targets answer, mappings fit their tables): run for a
+  group's first sync, and again after the group failed or applied a DDL, or its files changed.
+  The driver still reads the targets' key schemas before each sync and after each DDL
+  (``GroupPlan.key_plan``), and every sync starts a new DDL epoch, so executors drop their
+  schema caches (:mod:`pipeline.job.driver`).
+
+A group whose round fails (target down, a partition that did not commit; nothing acked) is left
+out of the next rounds for a back-off that doubles from ``interval`` up to :data:`MAX_BACKOFF`
+seconds, then tried again (pre-flight first); the others go on. Rounds that did nothing write no
+run-log line; metrics are refreshed for them at most every :data:`IDLE_METRICS_SECONDS` so that
+``sluice_last_success_timestamp_seconds`` keeps moving while the follower is healthy.
+
+It ends on SIGTERM/SIGINT (exit 130): a round in progress is abandoned as ``sluice run``
+abandons it (nothing half-applied acked, the round recorded as interrupted), a wait between
+rounds simply stops; the session is stopped. It also ends, exit 1, when the Spark JVM died.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pipeline import exitcodes
+from pipeline.config import Config
+from pipeline.logs import get_logger
+from pipeline.store import BatchStore
+
+from .run import RunResult, run_once
+from .runlog import new_run_id
+
+log = get_logger("follow")
+
+MAX_BACKOFF = 60.0
+IDLE_METRICS_SECONDS = 15.0
+
+
+@dataclass
+class GroupState:
+    """What the follower remembers about one group between rounds."""
+
+    plan: Any = None
+    files: tuple = ()                  # (path, mtime_ns, size) of its mapping files when loaded
+    checked: bool = False              # the pre-flight passed and nothing since calls for another
+    failures: int = 0                  # failed rounds in a row
+    next_try: float = 0.0              # monotonic time before which the group sits out
+
+
+@dataclass
+class Follower:
+    """The loop's state; :meth:`round` runs one round, :meth:`run` loops until stopped."""
+
+    cfg: Config
+    group_ids: list[str]
+    spark_factory: Callable[[int], Any] | None
+    interval: float = 1.0
+    capture: bool = True
+    max_batches: int = 50
+    partitions: int | None = None
+    with_source_lag: bool = True
+    capture_fn: Callable[..., Any] | None = None
+    sync_fn: Callable[..., Any] | None = None
+    load_fn: Callable[[Config, str], Any] | None = None
+    check_fn: Callable[[Config, Any, BatchStore], None] | None = None
+    clock: Callable[[], float] = time.monotonic
+    sleep: Callable[[float], None] = time.sleep
+    states: dict[str, GroupState] = field(default_factory=dict)
+    follower_id: str = field(default_factory=new_run_id)
+    rounds: int = 0
+    spark: Any = None
+    last_metrics: float = float("-inf")
+
+    def __post_init__(self) -> None:
+        self.states = {g: GroupState() for g in self.group_ids}
+
+    # ---- what run_once calls back ------------------------------------------------------------
+
+    def _spark(self, pending_rows: int) -> Any:
+        if self.spark is None:  # long-lived: full tiered JIT, whatever the first round's size
+            self.spark = self.spark_factory(0) if self.spark_factory is not None else None
+        return self.spark
+
+    def _load(self, cfg: Config, g: str) -> Any:
+        st = self.states[g]
+        files = mapping_files(cfg, g)
+        if st.plan is None or files != st.files:
+            if st.plan is not None:
+                log.info("mapping files changed: loading them again", group=g)
+            st.plan, st.files, st.checked = None, files, False
+            st.plan = self.load_fn(cfg, g) if self.load_fn else _default_load(cfg, g)
+        return st.plan
+
+    def _check(self, cfg: Config, plan: Any, store: BatchStore) -> None:
+        st = next((s for s in self.states.values() if s.plan is plan), None)
+        if st is not None and st.checked:
+            return
+        if self.check_fn is not None:
+            self.check_fn(cfg, plan, store)
+        else:
+            plan.check(store)
+        if st is not None:
+            st.checked = True
+
+    # ---- rounds ------------------------------------------------------------------------------
+
+    def due(self) -> list[str]:
+        """The groups not sitting out a back-off."""
+        now = self.clock()
+        return [g for g in self.group_ids if self.states[g].next_try <= now]
+
+    def round(self) -> RunResult:
+        """One round: capture, then sync the due groups (see the module docstring)."""
+        self.rounds += 1
+        due = self.due()
+        idle_metrics = self.clock() - self.last_metrics >= IDLE_METRICS_SECONDS
+        capture_fn = self.capture_fn
+        if capture_fn is None:
+            from pipeline.capture import run_capture
+
+            def capture_fn(cfg: Config, follow: bool = False) -> Any:
+                return run_capture(cfg, follow=follow, quiet=True)
+        result = run_once(self.cfg, groups=due, spark_factory=self._spark, capture=self.capture,
+                          max_batches=self.max_batches, partitions=self.partitions,
+                          with_source_lag=self.with_source_lag, capture_fn=capture_fn, sync_fn=self.sync_fn,
+                          load_fn=self._load, check_fn=self._check, record_idle=idle_metrics,
+                          extra={"follow": {"id": self.follower_id, "round": self.rounds,
+                                            "interval": self.interval, "backoff": self._backoff_brief(due)}})
+        if result.record["status"] != "nothing" or idle_metrics:
+            self.last_metrics = self.clock()
+        self._after(result.record, due)
+        return result
+
+    def _after(self, rec: dict[str, Any], due: list[str]) -> None:
+        """Back-off for the groups that failed this round; a DDL or a failure calls for a new pre-flight."""
+        failed = {e.get("group") for e in rec.get("errors") or () if e.get("group")}
+        for g in due:
+            st = self.states[g]
+            s = (rec.get("sync") or {}).get(g) or {}
+            if g in failed or s.get("ok") is False:
+                st.failures += 1
+                st.checked = False
+                wait = min(MAX_BACKOFF, max(self.interval, 0.5) * 2 ** (st.failures - 1))
+                st.next_try = self.clock() + wait
+                log.warning("group failed; trying again after a back-off", group=g, failures=st.failures,
+                            seconds=round(wait, 1))
+            else:
+                if st.failures:
+                    log.info("group recovered", group=g, after_failures=st.failures)
+                st.failures, st.next_try = 0, 0.0
+                if s.get("ddl"):
+                    st.checked = False
+
+    def _backoff_brief(self, due: list[str]) -> dict[str, Any]:
+        now = self.clock()
+        return {g: {"failures": st.failures, "retry_in_s": round(max(0.0, st.next_try - now), 1)}
+                for g, st in self.states.items() if g not in due}
+
+    def more_pending(self, rec: dict[str, Any]) -> bool:
+        """A due group still has pending batches after its round (``--max-batches`` cut it): go on at once."""
+        groups = (rec.get("lag") or {}).get("groups") or {}
+        return any((groups.get(g) or {}).get("pending_batches") and self.states[g].failures == 0
+                   for g in rec.get("groups") or ())
+
+    def run(self, max_rounds: int | None = None) -> RunResult:
+        """Rounds every ``interval`` seconds until SIGTERM/SIGINT (or ``max_rounds``)."""
+        log.info("following", source=self.cfg.source.name, groups=",".join(self.group_ids), interval=self.interval,
+                 follower=self.follower_id)
+        last: RunResult | None = None
+        try:
+            while max_rounds is None or self.rounds < max_rounds:
+                t0 = self.clock()
+                last = self.round()
+                if last.exit_code == exitcodes.INTERRUPTED:
+                    break
+                if self.spark is not None and not _alive(self.spark):
+                    log.error("the Spark JVM is gone; stopping (a supervisor should start the follower again)")
+                    return RunResult({**last.record, "status": "failed", "exit": exitcodes.FAILED},
+                                     exitcodes.FAILED)
+                if max_rounds is not None and self.rounds >= max_rounds:
+                    break
+                if not self.more_pending(last.record):
+                    self.sleep(max(0.0, self.interval - (self.clock() - t0)))
+        except KeyboardInterrupt:  # between rounds: nothing is in flight
+            log.info("stopped between rounds", rounds=self.rounds)
+            rec = dict(last.record) if last is not None else {}
+            rec.update(status="interrupted", exit=exitcodes.INTERRUPTED)
+            return RunResult(rec, exitcodes.INTERRUPTED)
+        finally:
+            self.stop()
+        assert last is not None
+        return last
+
+    def stop(self) -> None:
+        """Stop the Spark session (cancels a job a SIGTERM left running)."""
+        if self.spark is not None:
+            try:
+                self.spark.stop()
+            except Exception:  # noqa: BLE001 - the JVM may already be gone
+                pass
+            self.spark = None
+
+
+def mapping_files(cfg: Config, group_id: str) -> tuple:
+    """``(path, mtime_ns, size)`` of every file the group's mapping patterns match now."""
+    group = cfg.group(group_id)
+    base = Path(cfg.file).resolve().parent if cfg.file not in ("", "<config>") else Path.cwd()
+    out = []
+    for item in group.mappings:
+        pattern = item if os.path.isabs(item) else str(base / item)
+        for p in sorted(glob.glob(pattern, recursive=True)):
+            try:
+                st = os.stat(p)
+            except OSError:
+                continue
+            out.append((p, st.st_mtime_ns, st.st_size))
+    return tuple(out)
+
+
+def _default_load(cfg: Config, g: str) -> Any:
+    from pipeline.job.group import load_group
+
+    return load_group(cfg, g)
+
+
+def _alive(spark: Any) -> bool:
+    """Does the session's JVM still answer?"""
+    try:
+        spark.sparkContext._jvm.java.lang.System.currentTimeMillis()
+        return True
+    except Exception:  # noqa: BLE001 - py4j: the gateway is gone
+        return not hasattr(spark, "sparkContext")
+
+
+def run_follow(cfg: Config, *, groups: list[str] | None = None, spark_factory: Callable[[int], Any] | None = None,
+               interval: float = 1.0, max_rounds: int | None = None, **kw: Any) -> RunResult:
+    """``sluice run --follow``: check what can be checked once (the groups, the store, every
+    group's mapping files: a mistake there ends it at once, exit 2, before Spark starts), then
+    :meth:`Follower.run`. ``kw``: the :class:`Follower` fields (capture, max_batches, ...)."""
+    ids = list(groups) if groups else [g.groupId for g in cfg.groups]
+    for g in ids:
+        cfg.group(g)  # an unknown group: ConfigError
+    store = BatchStore(cfg.store_dir(), create=True)
+    store.check_writable()
+    follower = Follower(cfg, ids, spark_factory, interval=interval, **kw)
+    for g in ids:
+        follower._load(cfg, g)  # a mapping file that does not load: ConfigError now, not every round
+    return follower.run(max_rounds)
