@@ -23,7 +23,7 @@ if str(REPO) not in sys.path:
 
 from pipeline.config import load_config  # noqa: E402
 from pipeline.job.driver import SyncSummary, run_sync  # noqa: E402
-from pipeline.job.session import get_spark  # noqa: E402
+from pipeline.job.session import get_spark, store_jars  # noqa: E402
 from pipeline.store import BatchStore  # noqa: E402
 
 GROUP = "g"
@@ -111,7 +111,7 @@ def open_job(cfg_path: Path, app_name: str) -> tuple[Any, BatchStore]:
     """The SparkSession of the deployment (started here, outside any timing) and its store."""
     cfg = load_config(cfg_path)
     store = BatchStore(cfg.store_dir())
-    return get_spark(cfg.spark, app_name), store
+    return get_spark(cfg.spark, app_name, jars=store_jars(cfg)), store
 
 
 def timed_sync(cfg_path: Path, spark: Any, store: BatchStore, partitions: int) -> tuple[float, SyncSummary]:

@@ -39,9 +39,9 @@ def run(
     signal.signal(signal.SIGTERM, _sigterm)
 
     def spark_factory():
-        from pipeline.job.session import get_spark
+        from pipeline.job.session import get_spark, store_jars
 
-        return get_spark(cfg.spark, f"sluice-run-{cfg.source.name}", master)
+        return get_spark(cfg.spark, f"sluice-run-{cfg.source.name}", master, store_jars(cfg))
 
     result = run_once(cfg, groups=group or None, spark_factory=spark_factory, capture=not no_capture,
                       max_batches=max_batches, partitions=partitions, nothing_exit=nothing_exit)

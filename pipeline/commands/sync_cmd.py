@@ -14,7 +14,7 @@ from pipeline.cli import app
 from pipeline.config import load_config
 from pipeline.logs import get_logger
 from pipeline.ops.summary import sync_lines
-from pipeline.store import BatchStore
+from pipeline.store import open_store
 
 log = get_logger("sync")
 ENTRY = '''"""spark-submit entry of Sluice: the same arguments as `sluice sync`, or `run ...` / `sync ...`."""
@@ -39,16 +39,16 @@ def sync(
     """Apply the group's pending batches through Spark; ack only when every partition committed."""
     from pipeline.job.driver import run_sync
     from pipeline.job.group import load_group
-    from pipeline.job.session import get_spark
+    from pipeline.job.session import get_spark, store_jars
 
     cfg = load_config(config)
     plan = load_group(cfg, group)  # an unknown group, a broken mapping file: before anything else
-    store = BatchStore(cfg.store_dir(), create=False)
+    store = open_store(cfg, create=False)
     store.check_writable()
     with store.apply_lock(group):  # a group another job applies: refused before Spark starts
         plan.check(store)  # source and targets answer, mappings fit their tables
-        pending = store.batches(since=store.cursor(group))
-        spark = get_spark(cfg.spark, f"sluice-sync-{group}", master) if pending else None
+        pending = store.pending(group)
+        spark = get_spark(cfg.spark, f"sluice-sync-{group}", master, store_jars(cfg)) if pending else None
         summary = run_sync(cfg, group, spark, max_batches=max_batches, partitions=partitions, plan=plan,
                            locked=True)
     out = summary.as_dict()

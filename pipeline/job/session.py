@@ -7,11 +7,14 @@ import sys
 
 from pyspark.sql import SparkSession
 
-from pipeline.config import SparkConfig
+from pipeline.config import Config, SparkConfig
 
 
-def get_spark(conf: SparkConfig, app_name: str = "sluice-sync", master: str | None = None) -> SparkSession:
-    """Build (or join, under spark-submit) the session with the settings the job relies on."""
+def get_spark(conf: SparkConfig, app_name: str = "sluice-sync", master: str | None = None,
+              jars: list[str] | None = None) -> SparkSession:
+    """Build (or join, under spark-submit) the session with the settings the job relies on.
+    ``jars``: added to the class path of a session built here (the Kafka store's connector;
+    under spark-submit ``--jars`` brings it)."""
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
@@ -29,6 +32,8 @@ def get_spark(conf: SparkConfig, app_name: str = "sluice-sync", master: str | No
                .config("spark.sql.execution.arrow.maxRecordsPerBatch", "5000")
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.ui.showConsoleProgress", "false"))
+    if jars and not submitted:
+        builder = builder.config("spark.jars", ",".join(jars))
     for k, v in conf.conf.items():
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
@@ -42,3 +47,12 @@ def _submit_conf() -> dict:
     if "PYSPARK_GATEWAY_PORT" in os.environ or os.environ.get("SPARK_ENV_LOADED"):
         return {"spark.master": "from spark-submit", "opts": props}
     return {}
+
+
+def store_jars(cfg: Config) -> list[str] | None:
+    """The jars the configured store needs in Spark (the Kafka connector), or None."""
+    if cfg.store.kind != "kafka":
+        return None
+    from pipeline.store.kafka.sparkjars import kafka_jars
+
+    return kafka_jars()
