@@ -191,6 +191,9 @@ class GroupConfig(_Frozen):
     groupId: str = Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")
     outerAdapters: tuple[OuterAdapter, ...] = ()
     mappings: tuple[str, ...] = ()
+    #: canal's ``destination`` (instance or topic): only mapping files with this destination (or none) and
+    #: this groupId (or none) belong to the group, as in canal's adapter (set for canal configs)
+    destination: str | None = None
 
 
 class SparkConfig(_Frozen):
@@ -298,6 +301,10 @@ def parse_config(raw: Any, file: str = "<config>", env: dict[str, str] | None = 
     if not isinstance(raw, dict):
         raise ConfigError(file, None, f"expected a mapping at the top, got {type(raw).__name__}")
     raw = _interpolate(raw, file, "")
+    from pipeline.canal_conf import is_canal, translate
+
+    if is_canal(raw):  # canal's client-adapter application.yml, MQ mode (pipeline/canal_conf.py)
+        raw = translate(raw, file)
     for var, (section, *keys) in ENV_OVERRIDES.items():
         if var in env:
             sec = raw.setdefault(section, {})

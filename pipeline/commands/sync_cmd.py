@@ -72,6 +72,24 @@ def package(out: str = typer.Option("dist", "--out", help="Output folder.")) -> 
     entry = dest / "sluice_submit.py"
     entry.write_text(ENTRY)
     shutil.copymode(__file__, entry)
+    jars = _connector_jars(dest / "jars")
     typer.echo(f"wrote {zpath} and {entry}; run:\n"
-               f"  spark-submit --master spark://HOST:7077 --py-files {zpath} {entry} "
-               "--config sluice.yml --group g1")
+               f"  spark-submit --master spark://HOST:7077 --py-files {zpath} "
+               + (f"--jars {','.join(jars)} " if jars else "")
+               + f"{entry} --config sluice.yml --group g1")
+
+
+def _connector_jars(dest: Path) -> list[str]:
+    """Spark's Kafka connector (for ``store.kind: kafka``), copied for ``spark-submit --jars`` when
+    scripts/bootstrap cached it; none otherwise (then ``--packages`` brings it)."""
+    from pipeline.store.kafka.sparkjars import connector_dir
+
+    found = sorted(connector_dir().glob("*.jar"))
+    if not found:
+        return []
+    dest.mkdir(parents=True, exist_ok=True)
+    out = []
+    for jar in found:
+        shutil.copy2(jar, dest / jar.name)
+        out.append(str(dest / jar.name))
+    return out

@@ -108,6 +108,8 @@ def run_once(cfg: Config, *, groups: list[str] | None = None, spark_factory: Cal
     log.info("run starting", run=rec["run"], source=cfg.source.name, groups=",".join(group_ids), capture=capture)
     try:
         plans = _load_groups(cfg, group_ids, load_fn, rec)
+        if capture and cfg.store.kafka is not None and cfg.store.kafka.writtenBy == "canal":
+            capture = False  # canal-server writes the topic; this run only applies it
         if capture:
             _capture(cfg, capture_fn, rec)
         with ExitStack() as held:

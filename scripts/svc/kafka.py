@@ -172,8 +172,9 @@ class Kafka(base.Service):
         bindir.mkdir(parents=True, exist_ok=True)
         for name, cls in TOOLS.items():
             script = bindir / name
+            log4j = home / "conf" / "log4j2.properties"
             script.write_text("#!/bin/sh\n# written by scripts/svc/kafka.py: Kafka's tool against the suite's broker\n"
-                              f"exec {_java()} -Xmx256m -Dlog4j2.configurationFile={home / 'conf' / 'log4j2.properties'}"
+                              f"exec {_java()} -Xmx256m -Dlog4j2.configurationFile={log4j}"
                               f" -cp '{classpath(ctx)}' {cls} --bootstrap-server {HOST}:{port} \"$@\"\n")
             script.chmod(0o755)
 
@@ -220,8 +221,9 @@ class Kafka(base.Service):
                 except (base.ServiceError, subprocess.TimeoutExpired) as e:
                     last = str(e)
             time.sleep(1)
-        raise base.ServiceError(f"kafka: not ready after {START_TIMEOUT:.0f}s ({last.splitlines()[-1:] or 'port closed'});"
-                                f" log tail ({logf}):\n{base.tail(logf)}")
+        why = (last.splitlines() or ["port closed"])[-1]
+        raise base.ServiceError(f"kafka: not ready after {START_TIMEOUT:.0f}s ({why}); log tail ({logf}):\n"
+                                f"{base.tail(logf)}")
 
     def stop(self, ctx: base.Ctx, info: dict) -> None:
         """SIGTERM is Kafka's clean shutdown (it closes and flushes every log); SIGKILL if it hangs."""
