@@ -16,7 +16,7 @@ import uuid
 import pytest
 
 from tests.support import sysbench
-from tests.support.canal_records import adapter_config, flat, publish
+from tests.support.canal_records import USER_TYPES, adapter_config, flat, publish
 from tests.support.compare import diff_databases
 from tests.support.deploy import sluice
 
@@ -28,7 +28,8 @@ def _scenario(db: str) -> tuple[list[str], list[dict]]:
     """SQL run on the source, and the flatMessages canal writes for it (in binlog order)."""
     t = "2026-11-24 10:00:00"
     rows = [{"id": str(i), "name": f"n{i}", "role_id": str(i % 3), "c_time": t} for i in range(1, 7)]
-    sql = [f"INSERT INTO `user` VALUES {', '.join(f'({i}, ' + repr(f'n{i}') + f', {i % 3}, ' + repr(t) + ')' for i in range(1, 6))}",
+    values = ", ".join(f"({i}, 'n{i}', {i % 3}, '{t}')" for i in range(1, 6))
+    sql = [f"INSERT INTO `user` VALUES {values}",
            f"INSERT INTO `user` VALUES (6, 'n6', 0, '{t}')",
            "UPDATE `user` SET name = 'changed' WHERE id IN (2, 3)",
            "DELETE FROM `user` WHERE id = 4",
@@ -42,8 +43,7 @@ def _scenario(db: str) -> tuple[list[str], list[dict]]:
             flat(5, db, "user", "ALTER", None, sql=sql[4]),
             flat(6, db, "user", "UPDATE", [{**rows[4], "role_id": "9", "note": "after ddl"}],
                  old=[{"role_id": "2", "note": None}],
-                 types={**__import__("tests.support.canal_records", fromlist=["x"]).USER_TYPES,
-                        "note": ("varchar(20)", 12)})]
+                 types={**USER_TYPES, "note": ("varchar(20)", 12)})]
     return sql, msgs
 
 

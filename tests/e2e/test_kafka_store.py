@@ -37,7 +37,8 @@ def deployment(tmp_path_factory, mariadb, mariadb_target, kafka):
                                                                         "targetDb": target}}
                 for name, g, target in (("one", "g1", tdb), ("two", "g2", tdb2))}
     groups = [{"groupId": g, "outerAdapters": [rdb_adapter(mariadb_target, g, target)],
-               "mappings": [f"mappings/rdb/{name}.yml"]} for name, g, target in (("one", "g1", tdb), ("two", "g2", tdb2))]
+               "mappings": [f"mappings/rdb/{name}.yml"]}
+              for name, g, target in (("one", "g1", tdb), ("two", "g2", tdb2))]
     cfg = write_deployment(tmp, mariadb, name=db, include=rf"{db}\..*", groups=groups, mappings=mappings,
                            batch_rows=2000, kafka=kafka_store(kafka, db, partitionsNum=3,
                                                               partitionHash=rf"{db}\..*:$pk$"))

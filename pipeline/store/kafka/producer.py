@@ -12,6 +12,7 @@ the old producer) before it looks for its resume position.
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from json.decoder import scanstring
@@ -48,6 +49,11 @@ class BatchProducer:
         self.topics, self.router, self.tid = topics, router, transactional_id
         self._p: Producer | None = None
         self._known: set[str] = set()
+        # fault-injection for the crash tests (SLUICE_TEST_KAFKA_PAUSE_AT / _MARKER): after producing that many
+        # records of a batch (inside its transaction) write the marker file and wait to be killed
+        pause = os.environ.get("SLUICE_TEST_KAFKA_PAUSE_AT")
+        self._pause_at = int(pause) if pause else -1
+        self._marker = os.environ.get("SLUICE_TEST_KAFKA_PAUSE_MARKER")
 
     def open(self) -> None:
         """Create the producer and ``init_transactions``: fences an older producer with the same
@@ -102,6 +108,8 @@ class BatchProducer:
         try:
             p.begin_transaction()
             for i, (t, part, seq, value) in enumerate(placed):
+                if i == self._pause_at:
+                    self._pause(p)
                 size += len(value)
                 cb = None
                 if seq in ddl_set:
@@ -180,6 +188,15 @@ class BatchProducer:
             if time.monotonic() > deadline:
                 raise BrokerUnavailable("Kafka store: records not acknowledged by the broker within 300 s",
                                         hint="check that the Kafka brokers are up")
+
+    def _pause(self, p: Producer) -> None:
+        p.flush(30)  # the records so far are on the broker, in the open transaction
+        if self._marker and not os.path.exists(self._marker):
+            with open(self._marker, "w") as f:
+                f.write(f"{os.getpid()}\n")
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline and not os.path.exists(self._marker + ".go"):
+                time.sleep(0.2)
 
     def _commit(self, p: Producer) -> None:
         for attempt in range(10):
