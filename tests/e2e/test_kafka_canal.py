@@ -64,8 +64,8 @@ def setup(tmp_path, mariadb, mariadb_target, kafka):
 def _deploy(s, mariadb, mariadb_target, kafka, topic: str, partitions: int):
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    AdminClient({"bootstrap.servers": kafka["bootstrap"]}).create_topics(
-        [NewTopic(topic, num_partitions=partitions, replication_factor=1)])[topic].result()
+    admin = AdminClient({"bootstrap.servers": kafka["bootstrap"]})
+    admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)])[topic].result()
     mapping = {"dataSourceKey": "defaultDS", "destination": topic, "groupId": "g1", "outerAdapterKey": "mysql1",
                "concurrent": True, "dbMapping": {"mirrorDb": True, "database": s["db"], "targetDb": s["tdb"]}}
     return adapter_config(s["tmp"], bootstrap=kafka["bootstrap"], topic=topic, group=f"g1-{topic}"[:60],
