@@ -91,7 +91,7 @@ def write_deployment(tmp: Path, src: dict[str, Any], adapter: dict[str, Any], ma
                      partitions: int, src_database: str | None = None, kafka: dict[str, Any] | None = None) -> Path:
     """``tmp/sluice.yml`` with one group ``g`` (one outer adapter, ``mappings/*.yml``) on
     ``local[partitions]``; ``src_database``: also a ``defaultDS`` data source on it."""
-    (tmp / "mappings").mkdir(exist_ok=True)
+    (tmp / "mappings").mkdir(parents=True, exist_ok=True)
     for name, content in mappings.items():
         (tmp / "mappings" / name).write_text(yaml.safe_dump(content))
     cfg: dict[str, Any] = {

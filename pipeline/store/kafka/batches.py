@@ -20,7 +20,7 @@ from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from pipeline.errors import StoreError
 from pipeline.store.meta import BatchMeta
 
-from .client import Topics, consumer, fail, list_offsets
+from .client import Topics, consumer, fail, list_offsets, partitions_of
 
 FORMAT = 1
 Offsets = dict[tuple[str, int], int]
@@ -96,6 +96,8 @@ def to_batch(body: dict[str, Any], offset: int) -> KafkaBatch:
 
 def read_records(topics: Topics, since: int = 0) -> list[tuple[int, dict[str, Any]]]:
     """``(offset, body)`` of the committed batch records at or after offset ``since``."""
+    if topics.batch_topic not in partitions_of(topics, [topics.batch_topic]):
+        return []  # a new store: capture has not created it yet
     tp = (topics.batch_topic, 0)
     end = list_offsets(topics, [tp])[tp]
     low = list_offsets(topics, [tp], "earliest")[tp]
@@ -140,6 +142,8 @@ def _consume(topics: Topics, since: int, end: int) -> list[tuple[int, dict[str, 
 def last_record(topics: Topics) -> tuple[int, dict[str, Any]] | None:
     """The newest committed batch record (control markers and aborted records take offsets too, so
     look back in growing windows)."""
+    if topics.batch_topic not in partitions_of(topics, [topics.batch_topic]):
+        return None
     tp = (topics.batch_topic, 0)
     end = list_offsets(topics, [tp])[tp]
     low = list_offsets(topics, [tp], "earliest")[tp]

@@ -5,6 +5,7 @@ Sluice's errors (a broker that does not answer is a :class:`BrokerUnavailable`, 
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -104,11 +105,15 @@ def list_offsets(topics: Topics, tps: list[tuple[str, int]], spec: str = "latest
     client = admin(topics)
     want = {TopicPartition(t, p): (OffsetSpec.latest() if spec == "latest" else OffsetSpec.earliest())
             for t, p in tps}
-    try:
-        futs = client.list_offsets(want, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=TIMEOUT)
-        return {(tp.topic, tp.partition): f.result().offset for tp, f in futs.items()}
-    except KafkaException as e:
-        raise fail(e, f"list {spec} offsets", topics) from None
+    for attempt in range(6):  # a topic created a moment ago may not have its leader in the metadata yet
+        try:
+            futs = client.list_offsets(want, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=TIMEOUT)
+            return {(tp.topic, tp.partition): f.result().offset for tp, f in futs.items()}
+        except KafkaException as e:
+            if attempt == 5 or "leader" not in str(e).lower():
+                raise fail(e, f"list {spec} offsets", topics) from None
+            time.sleep(0.5 * 2 ** attempt)
+    raise AssertionError("unreachable")
 
 
 def consumer(topics: Topics, group: str | None = None) -> Consumer:
