@@ -45,14 +45,35 @@ def dml(kind: str, row: tuple, old: dict | None = None) -> dict:
     return common.dml("bench_src", "t", kind, data, TYPES, old=old)
 
 
-def deployment(tmp: Path, src: dict, dst: dict, partitions: int) -> Path:
-    """A config whose group writes ``bench_src.t`` into ``bench_dst.t_job`` through the rdb adapter."""
+def deployment(tmp: Path, src: dict, dst: dict, partitions: int, table: str = "t_job",
+               kafka: dict | None = None) -> Path:
+    """A config whose group writes ``bench_src.t`` into ``bench_dst.<table>`` through the rdb adapter
+    (``kafka``: a ``store.kafka`` section: the Kafka store instead of files)."""
     mapping = {"dataSourceKey": "defaultDS", "destination": "bench", "groupId": "g", "concurrent": True,
-               "dbMapping": {"database": "bench_src", "table": "t", "targetTable": "bench_dst.t_job",
+               "dbMapping": {"database": "bench_src", "table": "t", "targetTable": f"bench_dst.{table}",
                              "targetPk": {"id": "id"}, "mapAll": True, "commitBatch": 3000}}
     adapter = {"name": "rdb", "properties": {"jdbc.url": f"jdbc:mysql://{dst['host']}:{dst['port']}/bench_dst",
                                              "jdbc.username": "root", "jdbc.password": dst["password"]}}
-    return common.write_deployment(tmp, src, adapter, {"t.yml": mapping}, partitions)
+    return common.write_deployment(tmp, src, adapter, {"t.yml": mapping}, partitions, kafka=kafka)
+
+
+def job_phases(cfg_path: Path, dst: dict, table: str, data: list[tuple], upd_rows: list[tuple], partitions: int,
+               warmup: int) -> tuple[float, float]:
+    """Seconds of the job's INSERT and UPDATE phases (``run_sync`` over every pending batch)."""
+    spark, store = open_job(cfg_path, "sluice-bench-apply")
+    if warmup:  # as bench/es.py and bench/hbase.py: the session's first sync is not timed
+        fill_store(store, [dml("INSERT", r) for r in data[:warmup]])
+        timed_sync(cfg_path, spark, store, partitions)
+        with connect(dst, "bench_dst") as c, c.cursor() as cur:
+            cur.execute(f"TRUNCATE TABLE {table}")
+    fill_store(store, [dml("INSERT", r) for r in data])
+    quiesce(dst)
+    job_insert, _ = timed_sync(cfg_path, spark, store, partitions)
+    fill_store(store, [dml("UPDATE", r, {"k": "0", "c": "old"}) for r in upd_rows])
+    quiesce(dst)
+    job_update, _ = timed_sync(cfg_path, spark, store, partitions)
+    spark.stop()
+    return job_insert, job_update
 
 
 def main() -> int:
@@ -61,6 +82,8 @@ def main() -> int:
     ap.add_argument("--partitions", type=int, default=2)
     ap.add_argument("--warmup", type=int, default=2000,
                     help="rows of an untimed first sync (starts the Python worker, warms the JIT; 0: none)")
+    ap.add_argument("--store", choices=["files", "kafka"], default="files",
+                    help="kafka: also run the job with the Kafka store (the `kafka` service), same data, and compare")
     ap.add_argument("--record", action="store_true", help="append the result to docs/benchmarks.md")
     args = ap.parse_args()
     svc = services()
@@ -69,7 +92,7 @@ def main() -> int:
     with connect(dst) as c, c.cursor() as cur:
         cur.execute("DROP DATABASE IF EXISTS bench_dst")
         cur.execute("CREATE DATABASE bench_dst")
-        for t in ("t_raw", "t_job", "t_canal"):
+        for t in ("t_raw", "t_job", "t_canal", "t_kafka"):
             cur.execute(DDL.format(t=f"bench_dst.{t}"))
     data = rows(args.rows)
     n_upd = args.rows // 4
@@ -100,26 +123,21 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory(prefix="sluice-bench-apply-") as tmpd:
         tmp = Path(tmpd)
-        cfg_path = deployment(tmp, src, dst, args.partitions)
-        spark, store = open_job(cfg_path, "sluice-bench-apply")
-        if args.warmup:  # as bench/es.py and bench/hbase.py: the session's first sync is not timed
-            fill_store(store, [dml("INSERT", r) for r in data[:args.warmup]])
-            timed_sync(cfg_path, spark, store, args.partitions)
-            with connect(dst, "bench_dst") as c, c.cursor() as cur:
-                cur.execute("TRUNCATE TABLE t_job")
-        fill_store(store, [dml("INSERT", r) for r in data])
-        quiesce(dst)
-        job_insert, _ = timed_sync(cfg_path, spark, store, args.partitions)
-        fill_store(store, [dml("UPDATE", r, {"k": "0", "c": "old"}) for r in upd_rows])
-        quiesce(dst)
-        job_update, _ = timed_sync(cfg_path, spark, store, args.partitions)
-        spark.stop()
+        job_insert, job_update = job_phases(deployment(tmp / "files", src, dst, args.partitions), dst, "t_job",
+                                            data, upd_rows, args.partitions, args.warmup)
+        if args.store == "kafka":
+            topic = f"bench-apply-{int(time.time())}"
+            kafka = {"bootstrap.servers": svc["kafka"]["bootstrap"], "topic": topic, "partitionsNum": args.partitions,
+                     "partitionHash": "bench_src.t:$pk$"}
+            k_insert, k_update = job_phases(deployment(tmp / "kafka", src, dst, args.partitions, "t_kafka", kafka),
+                                            dst, "t_kafka", data, upd_rows, args.partitions, args.warmup)
 
     with connect(dst, "bench_dst") as c, c.cursor() as cur:
-        cur.execute("SELECT (SELECT COUNT(*) FROM t_job), (SELECT COUNT(*) FROM t_job j JOIN t_canal c USING (id) "
-                    "WHERE j.k = c.k AND j.c = c.c AND j.pad = c.pad)")
-        count, same = cur.fetchone()
-    assert count == args.rows and same == args.rows, (count, same)
+        for t in ("t_job", "t_kafka") if args.store == "kafka" else ("t_job",):
+            cur.execute(f"SELECT (SELECT COUNT(*) FROM {t}), (SELECT COUNT(*) FROM {t} j JOIN t_canal c USING (id) "
+                        "WHERE j.k = c.k AND j.c = c.c AND j.pad = c.pad)")
+            count, same = cur.fetchone()
+            assert count == args.rows and same == args.rows, (t, count, same)
 
     r_ins = raw_insert / job_insert
     r_upd = canal_update / job_update
@@ -128,8 +146,27 @@ def main() -> int:
               "insert_ratio": round(r_ins, 2), "updates": n_upd,
               "canal_update_rows_s": round(n_upd / canal_update), "job_update_rows_s": round(n_upd / job_update),
               "update_speedup": round(r_upd, 2)}
+    if args.store == "kafka":
+        result.update({"kafka_insert_rows_s": round(args.rows / k_insert),
+                       "kafka_update_rows_s": round(n_upd / k_update),
+                       "kafka_vs_files_insert": round(job_insert / k_insert, 2),
+                       "kafka_vs_files_update": round(job_update / k_update, 2),
+                       "kafka_vs_files": round((job_insert + job_update) / (k_insert + k_update), 2)})
     print(json.dumps(result))
-    if args.record:
+    if args.record and args.store == "kafka":
+        cmd = common.command_line("bench/apply.py")
+        intro = ("The same job with the Kafka store (capture's records in a topic with `partitions` partitions hashed "
+                 "by primary key; Spark's Kafka source reads the offset ranges) vs the file store, same data, same "
+                 "run, same target. Target: Kafka rows/s >= 0.9x files.\n\n| date | command | rows | files insert "
+                 "rows/s | Kafka insert rows/s | files update rows/s | Kafka update rows/s | Kafka/files (all) |\n"
+                 "|---|---|---|---|---|---|---|---|")
+        line = (f"| {datetime.date.today()} | `{cmd}` | {args.rows} | {result['job_insert_rows_s']} | "
+                f"{result['kafka_insert_rows_s']} | {result['job_update_rows_s']} | "
+                f"{result['kafka_update_rows_s']} | "
+                f"**{result['kafka_vs_files']}** |")
+        section = "## Apply with the Kafka store (bench/apply.py --store kafka)"
+        common.record_row(REPO / "docs" / "benchmarks.md", section, intro, line)
+    elif args.record:
         cmd = common.command_line("bench/apply.py")
         intro = ("Whole `run_sync` (read batch files, split, partition, apply on executors, ack) on local Spark vs raw "
                  "baselines into an identical MariaDB table, same run. INSERT target: ratio >= 0.7 of raw multi-row "

@@ -57,6 +57,16 @@ Target (issue 17): capture >= 0.5x the anchor on every OLTP workload.
 | date | command | workload | rows | native rows/s | raw rows/s (ratio) | capture rows/s | capture ratio | load before |
 |---|---|---|---|---|---|---|---|---|
 """
+KAFKA_SECTION = "## Capture to Kafka vs capture to files (bench/capture.py --store kafka)"
+KAFKA_INTRO = """
+`sluice capture --once` over the same binlog range, same run: into the file store (fsynced batch
+files) and into the Kafka store (one Kafka transaction per batch, idempotent producer, acks=all,
+rows hashed by primary key over `--partitions` partitions; docs/kafka.md). Rows/s from each
+summary's `elapsed_s`. Target (issue 18): Kafka >= 0.8x files.
+
+| date | command | workload | rows | files rows/s | Kafka rows/s | Kafka/files | load before |
+|---|---|---|---|---|---|---|---|
+"""
 _ROW_LINE = re.compile(rb"^### (INSERT INTO|UPDATE|DELETE FROM) `([^`]*)`", re.M)
 
 
@@ -117,6 +127,27 @@ def capture_pass(config: str, native: bool = True) -> tuple[dict, float]:
     return json.loads(p.stdout.strip().splitlines()[-1]), wall
 
 
+def kafka_pass(db: dict, tmp: Path, database: str, start: dict, partitions: int) -> float:
+    """Capture the same range into a new Kafka topic (``store.kind: kafka``, ``partitions`` partitions
+    hashed by primary key); rows/s of its summary."""
+    import yaml
+
+    from pipeline.store import open_store
+
+    (tmp / "kafka").mkdir()
+    config = write_config(db, tmp / "kafka", f"{database}\\..*", max_rows=20000, name="kbench")
+    raw = yaml.safe_load(Path(config).read_text())
+    raw["store"].update({"kind": "kafka", "kafka": {"bootstrap.servers": services()["kafka"]["bootstrap"],
+                                                     "topic": f"{database}-k", "partitionsNum": partitions,
+                                                     "partitionHash": f"{database}\\..*:$pk$"}})
+    Path(config).write_text(yaml.safe_dump(raw))
+    store = open_store(load_config(config))
+    with store.capture_lock():
+        store.set_start_position(start)
+    summary, _ = capture_pass(config)
+    return summary["rows"] / summary["elapsed_s"]
+
+
 def one(db: dict, workload: str, args: argparse.Namespace) -> dict:
     """Generate one workload's binlog and read it three ways; the numbers."""
     database = f"bench_cap_{uuid.uuid4().hex[:6]}"
@@ -133,6 +164,9 @@ def one(db: dict, workload: str, args: argparse.Namespace) -> dict:
             end = summary["end"]
             nat_rows, nat_s = native_pass(db, start, end, database, Path(tmp) / "native.txt")
             raw_rows, raw_s = raw_pass(db, start, end, database)
+            kafka_rate = None
+            if args.store == "kafka":  # the same range once more, published to Kafka (docs/kafka.md)
+                kafka_rate = kafka_pass(db, Path(tmp), database, start, args.partitions)
             lib_rate = None
             if args.library:  # the same range once more on the pure-Python path (SLUICE_CAPTURE_NATIVE=0)
                 (Path(tmp) / "lib").mkdir()
@@ -146,12 +180,16 @@ def one(db: dict, workload: str, args: argparse.Namespace) -> dict:
         sysbench.drop_database(db, database)
     cap_rows = summary["rows"] - (1 if workload == "large" else 0)  # the CREATE TABLE is a record too
     res = {"workload": workload, "rows": nat_rows, "native": nat_rows / nat_s, "raw": raw_rows / raw_s,
-           "capture": cap_rows / summary["elapsed_s"], "capture_wall": cap_wall, "load": load, "library": lib_rate}
+           "capture": cap_rows / summary["elapsed_s"], "capture_wall": cap_wall, "load": load, "library": lib_rate,
+           "kafka": kafka_rate}
     print(f"[{workload}] mariadb-binlog: {nat_rows} rows in {nat_s:.2f}s = {res['native']:,.0f} rows/s")
     print(f"[{workload}] raw BinLogStreamReader: {raw_rows} rows in {raw_s:.2f}s = {res['raw']:,.0f} rows/s "
           f"({res['raw'] / res['native']:.2f}x)")
     print(f"[{workload}] sluice capture --once: {cap_rows} rows in {summary['elapsed_s']:.2f}s = "
           f"{res['capture']:,.0f} rows/s ({res['capture'] / res['native']:.2f}x; process wall {cap_wall:.2f}s)")
+    if kafka_rate is not None:
+        print(f"[{workload}] sluice capture --once to Kafka: {kafka_rate:,.0f} rows/s "
+              f"({kafka_rate / res['capture']:.2f}x capture to files)")
     if lib_rate is not None:
         print(f"[{workload}] sluice capture --once, pure-Python path: {lib_rate:,.0f} rows/s "
               f"({lib_rate / res['native']:.2f}x)")
@@ -167,13 +205,20 @@ def main() -> None:
     ap.add_argument("--seconds", type=int, default=20, help="OLTP/wide: sysbench run time (default 20)")
     ap.add_argument("--threads", type=int, default=4, help="OLTP/wide: sysbench threads (default 4)")
     ap.add_argument("--library", action="store_true", help="also capture on the pure-Python path (native off)")
+    ap.add_argument("--store", choices=["files", "kafka"], default="files",
+                    help="kafka: also capture the same range to Kafka (the `kafka` service) and compare")
+    ap.add_argument("--partitions", type=int, default=3, help="--store kafka: partitions of the topic")
     ap.add_argument("--record", action="store_true", help="append the results to docs/benchmarks.md")
     args = ap.parse_args()
     db = services().get("mariadb") or sys.exit("start the source first: python3 scripts/services start mariadb")
     cmd = command_line("bench/capture.py")
     for workload in WORKLOADS if args.workload == "all" else (args.workload,):
         r = one(db, workload, args)
-        if args.record:
+        if args.record and r["kafka"] is not None:
+            record_row(REPO / "docs" / "benchmarks.md", KAFKA_SECTION, KAFKA_INTRO,
+                       f"| {dt.date.today()} | `{cmd}` | {workload} | {r['rows']} | {r['capture']:,.0f} | "
+                       f"{r['kafka']:,.0f} | **{r['kafka'] / r['capture']:.2f}** | {r['load']:.2f} |")
+        elif args.record:
             record_row(REPO / "docs" / "benchmarks.md", SECTION, INTRO,
                        f"| {dt.date.today()} | `{cmd}` | {workload} | {r['rows']} | {r['native']:,.0f} | "
                        f"{r['raw']:,.0f} ({r['raw'] / r['native']:.2f}) | {r['capture']:,.0f}"

@@ -23,8 +23,8 @@ if str(REPO) not in sys.path:
 
 from pipeline.config import load_config  # noqa: E402
 from pipeline.job.driver import SyncSummary, run_sync  # noqa: E402
-from pipeline.job.session import get_spark  # noqa: E402
-from pipeline.store import BatchStore  # noqa: E402
+from pipeline.job.session import get_spark, store_jars  # noqa: E402
+from pipeline.store import BatchStore, open_store  # noqa: E402
 
 GROUP = "g"
 
@@ -88,16 +88,16 @@ def fill_store(store: BatchStore, records: list[dict[str, Any]], per_batch: int 
 
 
 def write_deployment(tmp: Path, src: dict[str, Any], adapter: dict[str, Any], mappings: dict[str, dict[str, Any]],
-                     partitions: int, src_database: str | None = None) -> Path:
+                     partitions: int, src_database: str | None = None, kafka: dict[str, Any] | None = None) -> Path:
     """``tmp/sluice.yml`` with one group ``g`` (one outer adapter, ``mappings/*.yml``) on
     ``local[partitions]``; ``src_database``: also a ``defaultDS`` data source on it."""
-    (tmp / "mappings").mkdir(exist_ok=True)
+    (tmp / "mappings").mkdir(parents=True, exist_ok=True)
     for name, content in mappings.items():
         (tmp / "mappings" / name).write_text(yaml.safe_dump(content))
     cfg: dict[str, Any] = {
         "source": {"name": "bench", "host": src["host"], "port": src["port"], "user": "root",
                    "password": src["password"]},
-        "store": {"path": str(tmp / "store")},
+        "store": {"path": str(tmp / "store"), **({"kind": "kafka", "kafka": kafka} if kafka else {})},
         "groups": [{"groupId": GROUP, "mappings": ["mappings/*.yml"], "outerAdapters": [adapter]}],
         "spark": {"master": f"local[{partitions}]", "partitions": partitions}}
     if src_database is not None:
@@ -110,8 +110,8 @@ def write_deployment(tmp: Path, src: dict[str, Any], adapter: dict[str, Any], ma
 def open_job(cfg_path: Path, app_name: str) -> tuple[Any, BatchStore]:
     """The SparkSession of the deployment (started here, outside any timing) and its store."""
     cfg = load_config(cfg_path)
-    store = BatchStore(cfg.store_dir())
-    return get_spark(cfg.spark, app_name), store
+    store = open_store(cfg)
+    return get_spark(cfg.spark, app_name, jars=store_jars(cfg)), store
 
 
 def timed_sync(cfg_path: Path, spark: Any, store: BatchStore, partitions: int) -> tuple[float, SyncSummary]:

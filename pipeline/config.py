@@ -28,6 +28,7 @@ from pydantic import (
     ValidationError,
     ValidationInfo,
     field_validator,
+    model_validator,
 )
 
 from pipeline.errors import ConfigError
@@ -41,6 +42,7 @@ ENV_OVERRIDES = {
     "SLUICE_SOURCE_PASSWORD": ("source", "password"),
     "SLUICE_STORE_PATH": ("store", "path"),
     "SLUICE_SPARK_MASTER": ("spark", "master"),
+    "SLUICE_KAFKA_BOOTSTRAP": ("store", "kafka", "bootstrap.servers"),
 }
 #: pymysql ``ssl`` keys accepted in ``source.ssl`` (a key password is not supported: use an unencrypted key file)
 SSL_KEYS = ("ca", "capath", "cert", "key", "cipher", "check_hostname", "verify_mode")
@@ -182,12 +184,52 @@ class BatchLimits(_Frozen):
     maxSeconds: Seconds = Field(5.0, gt=0)
 
 
-class StoreConfig(_Frozen):
-    """Where batches live (one folder per source below ``path``)."""
+class KafkaStoreConfig(_Frozen):
+    """The Kafka change log (``store.kind: kafka``): topics and partitioning as canal's MQ mode
+    (``canal.mq.topic``, ``dynamicTopic``, ``partitionsNum``, ``partitionHash``); docs/kafka.md."""
 
+    bootstrap_servers: Text = Field(alias="bootstrap.servers", min_length=1)
+    #: the default topic (canal.mq.topic); unset: the source's name
+    topic: str | None = Field(None, pattern=r"^[A-Za-z0-9._-]{1,200}$")
+    #: canal.mq.dynamicTopic: ``topic:regex`` or ``regex`` items separated by ``,`` or ``;``
+    dynamicTopic: str | None = None
+    #: canal.mq.partitionsNum: partitions of each topic capture creates
+    partitionsNum: Int = Field(1, ge=1, le=10000)
+    #: canal.mq.partitionHash: ``db.table:pk1^pk2``, ``regex:$pk$`` or ``db.table`` (table hash) items
+    partitionHash: str | None = None
+    #: canal.mq.database.hash: mix the database name into a row's partition hash (canal's default)
+    databaseHash: bool = True
+    #: who writes the topics: ``sluice`` (Sluice's capture) or ``canal`` (canal-server; Sluice only reads)
+    writtenBy: Literal["sluice", "canal"] = "sluice"
+    #: the topic of the batch records (positions, offsets); unset: ``<topic>.sluice-batches``
+    batchTopic: str | None = Field(None, pattern=r"^[A-Za-z0-9._-]{1,249}$")
+    replicationFactor: Int = Field(1, ge=1, le=32)
+    #: more Kafka client settings (librdkafka names), for the producer and the consumers
+    properties: dict[str, str] = {}
+
+    @field_validator("properties", mode="before")
+    @classmethod
+    def _strings(cls, v: Any) -> Any:
+        if isinstance(v, dict):
+            return {str(k): str(x).lower() if isinstance(x, bool) else str(x) for k, x in v.items() if x is not None}
+        return v
+
+
+class StoreConfig(_Frozen):
+    """Where batches live: files (one folder per source below ``path``) or Kafka topics. With
+    Kafka, ``path`` still holds the driver's own files (locks, run log, dead letters)."""
+
+    kind: Literal["files", "kafka"] = "files"
     path: Text = ".sluice/store"
     batch: BatchLimits = BatchLimits()
     retain: Int = Field(0, ge=0)
+    kafka: KafkaStoreConfig | None = None
+
+    @model_validator(mode="after")
+    def _kafka_section(self) -> StoreConfig:
+        if self.kind == "kafka" and self.kafka is None:
+            raise ValueError("store.kind is kafka but there is no store.kafka section (bootstrap.servers, topic, ...)")
+        return self
 
 
 class DataSource(_Frozen):
@@ -222,6 +264,9 @@ class GroupConfig(_Frozen):
     groupId: str = Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")
     outerAdapters: tuple[OuterAdapter, ...] = ()
     mappings: tuple[Text, ...] = ()
+    #: canal's ``destination`` (instance or topic): only mapping files with this destination (or none) and
+    #: this groupId (or none) belong to the group, as in canal's adapter (set for canal configs)
+    destination: str | None = None
 
 
 class SparkConfig(_Frozen):
@@ -333,12 +378,22 @@ def parse_config(raw: Any, file: str = "<config>", env: dict[str, str] | None = 
     if not isinstance(raw, dict):
         raise ConfigError(file, None, f"expected a mapping at the top, got {type(raw).__name__}")
     raw = _interpolate(raw, file, "")
-    for var, (section, key) in ENV_OVERRIDES.items():
+    from pipeline.canal_conf import is_canal, translate
+
+    if is_canal(raw):  # canal's client-adapter application.yml, MQ mode (pipeline/canal_conf.py)
+        raw = translate(raw, file)
+    for var, (section, *keys) in ENV_OVERRIDES.items():
         if var in env:
             sec = raw.setdefault(section, {})
             if not isinstance(sec, dict):
                 raise ConfigError(file, section, "expected a mapping")
-            sec[key] = env[var]
+            for k in keys[:-1]:
+                if not isinstance(sec.get(k), dict):
+                    break
+                sec = sec[k]
+            else:
+                sec[keys[-1]] = env[var]
+            key = keys[-1]
             if key == "password":
                 sec.pop("passwordFile", None)
                 sec.pop("passwordEnv", None)

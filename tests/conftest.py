@@ -105,6 +105,12 @@ def hbase() -> dict:
 
 
 @pytest.fixture(scope="session")
+def kafka() -> dict:
+    """Apache Kafka (KRaft, one node): {'bootstrap', 'port', 'bin' (tool wrappers), ...}."""
+    return ensure_service("kafka")
+
+
+@pytest.fixture(scope="session")
 def spark_cluster() -> dict:
     """The Spark standalone master + worker: {'master_url', ...}."""
     return ensure_service("spark")

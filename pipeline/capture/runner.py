@@ -17,7 +17,7 @@ from typing import Any
 from pipeline.config import Config
 from pipeline.errors import TransientError
 from pipeline.logs import get_logger, register_secret
-from pipeline.store import BatchStore
+from pipeline.store import open_store
 
 from .batcher import Batcher
 from .position import Position
@@ -72,7 +72,7 @@ def run_capture(cfg: Config, *, follow: bool = False, max_batches: int | None = 
     --follow`` captures every second)."""
     src = cfg.source
     register_secret(src.password.reveal())
-    store = BatchStore(cfg.store_dir())
+    store = open_store(cfg)
     store.check_writable()
     t0 = time.monotonic()
     with store.capture_lock():

@@ -46,7 +46,7 @@ def etl(
     from pipeline.job.group import load_group
     from pipeline.job.session import get_spark
     from pipeline.logs import register_secret
-    from pipeline.store import BatchStore
+    from pipeline.store import open_store
 
     cfg = load_config(config)
     cfg.group(group)
@@ -58,7 +58,7 @@ def etl(
     store_dir = cfg.store_dir()
     with ExitStack() as held:
         if store_dir.exists():  # a deployment with a store: no sync of this group may run meanwhile
-            held.enter_context(BatchStore(store_dir, create=False).apply_lock(group))
+            held.enter_context(open_store(cfg, create=False).apply_lock(group))
         plan.check()  # source and targets answer, mappings fit: before Spark starts
         spark = get_spark(cfg.spark, f"sluice-etl-{group}", master)
         summary = run_etl(cfg, plan, spark, midxs=midxs, params=split_params(params), partitions=partitions,

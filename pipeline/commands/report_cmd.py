@@ -20,10 +20,10 @@ def report(
     from pipeline.ops.metrics import write_atomic
     from pipeline.ops.report import render
     from pipeline.ops.runlog import RunLog
-    from pipeline.store import BatchStore
+    from pipeline.store import open_store
 
     cfg = load_config(config)
-    store = BatchStore(cfg.store_dir(), create=False)
+    store = open_store(cfg, create=False)
     recs = RunLog(store.root, cfg.metrics.keepRuns).runs(limit=runs)
     page = render(recs, source=cfg.source.name, store=str(store.root))
     path = Path(out)

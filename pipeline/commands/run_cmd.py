@@ -54,10 +54,10 @@ def run(
         raise UsageError("--rounds needs --follow")
 
     def spark_factory(pending_rows: int):
-        from pipeline.job.session import get_spark
+        from pipeline.job.session import get_spark, store_jars
 
         small = 0 < pending_rows <= cfg.spark.smallRows
-        return get_spark(cfg.spark, f"sluice-run-{cfg.source.name}", master, small=small)
+        return get_spark(cfg.spark, f"sluice-run-{cfg.source.name}", master, store_jars(cfg), small=small)
 
     result = run_once(cfg, groups=group or None, spark_factory=spark_factory, capture=not no_capture,
                       max_batches=max_batches, partitions=partitions, nothing_exit=nothing_exit)

@@ -20,10 +20,10 @@ def status(
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Show batches, per-group cursors and pending batches/rows."""
-    from pipeline.store import BatchStore
+    from pipeline.store import open_store
 
     cfg = load_config(config)
-    st = BatchStore(cfg.store_dir(), create=False).status()
+    st = open_store(cfg, create=False).status()
     if as_json:
         typer.echo(json.dumps(st, indent=2, default=str))
         return
@@ -46,11 +46,11 @@ def set_cursor(
     to: int = typer.Option(..., "--to", min=0, help="The last batch to treat as applied (0: replay all)."),
 ) -> None:
     """Move a group's cursor (to 0: apply every stored batch again; replays are idempotent)."""
-    from pipeline.store import BatchStore
+    from pipeline.store import open_store
 
     cfg = load_config(config)
     cfg.group(group)  # a group the config does not have: a config error, not a new cursor file
-    store = BatchStore(cfg.store_dir(), create=False)
+    store = open_store(cfg, create=False)
     store.check_writable()
     with store.apply_lock(group):
         old = store.set_cursor(group, to)
@@ -61,10 +61,10 @@ def set_cursor(
 def verify(config: str = typer.Option(..., "--config", "-c", help="The deployment config file.")) -> None:
     """Check every stored batch file against its recorded size and checksum; exit 5 if one is corrupt."""
     from pipeline.errors import CorruptBatchError
-    from pipeline.store import BatchStore
+    from pipeline.store import open_store
 
     cfg = load_config(config)
-    store = BatchStore(cfg.store_dir(), create=False)
+    store = open_store(cfg, create=False)
     batches = store.batch_ids()
     bad = []
     for b in batches:
@@ -88,10 +88,10 @@ def recapture(
 ) -> None:
     """Drop batch N and every later one so the next `sluice capture` reads them again from the binlog
     (the recovery for a corrupt or truncated batch file). Refused while a group has acked batch N."""
-    from pipeline.store import BatchStore
+    from pipeline.store import open_store
 
     cfg = load_config(config)
-    store = BatchStore(cfg.store_dir(), create=False)
+    store = open_store(cfg, create=False)
     store.check_writable()
     last = (store.batch_ids() or [0])[-1]
     with store.capture_lock():

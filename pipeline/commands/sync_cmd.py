@@ -14,7 +14,7 @@ from pipeline.cli import app
 from pipeline.config import load_config
 from pipeline.logs import get_logger
 from pipeline.ops.summary import sync_lines
-from pipeline.store import BatchStore
+from pipeline.store import open_store
 
 log = get_logger("sync")
 ENTRY = '''"""spark-submit entry of Sluice: the same arguments as `sluice sync`, or `run ...` / `sync ...`."""
@@ -39,18 +39,18 @@ def sync(
     """Apply the group's pending batches through Spark; ack only when every partition committed."""
     from pipeline.job.driver import run_sync
     from pipeline.job.group import load_group
-    from pipeline.job.session import get_spark
+    from pipeline.job.session import get_spark, store_jars
 
     cfg = load_config(config)
     plan = load_group(cfg, group)  # an unknown group, a broken mapping file: before anything else
-    store = BatchStore(cfg.store_dir(), create=False)
+    store = open_store(cfg, create=False)
     store.check_writable()
     with store.apply_lock(group):  # a group another job applies: refused before Spark starts
         plan.check(store)  # source and targets answer, mappings fit their tables
-        pending = store.batches(since=store.cursor(group))
+        pending = store.pending(group)
         rows = sum(b.rows for b in pending)
         small = rows <= cfg.spark.smallRows  # a short run: the JVM gets C1-only JIT (pipeline/job/jvm.py)
-        spark = get_spark(cfg.spark, f"sluice-sync-{group}", master, small=small) if pending else None
+        spark = get_spark(cfg.spark, f"sluice-sync-{group}", master, store_jars(cfg), small=small) if pending else None
         summary = run_sync(cfg, group, spark, max_batches=max_batches, partitions=partitions, plan=plan,
                            locked=True)
     out = summary.as_dict()
@@ -74,6 +74,24 @@ def package(out: str = typer.Option("dist", "--out", help="Output folder.")) -> 
     entry = dest / "sluice_submit.py"
     entry.write_text(ENTRY)
     shutil.copymode(__file__, entry)
+    jars = _connector_jars(dest / "jars")
     typer.echo(f"wrote {zpath} and {entry}; run:\n"
-               f"  spark-submit --master spark://HOST:7077 --py-files {zpath} {entry} "
-               "--config sluice.yml --group g1")
+               f"  spark-submit --master spark://HOST:7077 --py-files {zpath} "
+               + (f"--jars {','.join(jars)} " if jars else "")
+               + f"{entry} --config sluice.yml --group g1")
+
+
+def _connector_jars(dest: Path) -> list[str]:
+    """Spark's Kafka connector (for ``store.kind: kafka``), copied for ``spark-submit --jars`` when
+    scripts/bootstrap cached it; none otherwise (then ``--packages`` brings it)."""
+    from pipeline.store.kafka.sparkjars import connector_dir
+
+    found = sorted(connector_dir().glob("*.jar"))
+    if not found:
+        return []
+    dest.mkdir(parents=True, exist_ok=True)
+    out = []
+    for jar in found:
+        shutil.copy2(jar, dest / jar.name)
+        out.append(str(dest / jar.name))
+    return out

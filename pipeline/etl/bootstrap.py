@@ -25,7 +25,7 @@ from pipeline.etl.job import EtlSummary, run_loads
 from pipeline.etl.snapshot import snapshot_position
 from pipeline.job.group import load_group
 from pipeline.logs import get_logger, register_secret
-from pipeline.store import BatchStore
+from pipeline.store import open_store
 
 log = get_logger("bootstrap")
 
@@ -38,7 +38,7 @@ def run_bootstrap(cfg: Config, spark, *, force: bool = False, partitions: int | 
     if not cfg.groups:
         raise StoreError(f"{cfg.file}: no groups to bootstrap", hint="add groups with outerAdapters and mappings")
     t0 = time.monotonic()
-    store = BatchStore(cfg.store_dir())
+    store = open_store(cfg)
     with store.capture_lock(), contextlib.ExitStack() as locks:
         existing = store.last_position()
         if existing is not None and not force:

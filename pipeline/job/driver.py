@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import re
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -25,11 +26,11 @@ from pipeline.config import Config
 from pipeline.errors import SluiceError, TransientError
 from pipeline.job.group import GroupPlan, load_group
 from pipeline.job.partition import JobContext, apply_function
-from pipeline.job.plan import partitioned_changes, read_dml, segments
+from pipeline.job.plan import partitioned_changes, segments
 from pipeline.job.schema import RESULT_SCHEMA
 from pipeline.logs import get_logger
 from pipeline.ops.accumulators import merge, new_counter
-from pipeline.store import BatchStore
+from pipeline.store import ChangeLog, open_store
 from pipeline.store.deadletter import DeadLetterStore
 
 log = get_logger("sync")
@@ -96,7 +97,9 @@ def run_sync(cfg: Config, group_id: str, spark: SparkSession, *, max_batches: in
     if plan is None:
         plan = load_group(cfg, group_id)
         plan.check()
-    store = BatchStore(cfg.store_dir(), create=False)
+    store = open_store(cfg, create=False)
+    if hasattr(store, "check_plan"):
+        store.check_plan(plan)  # a canal topic refuses what its partitioning cannot give
     summary = SyncSummary(group_id)
     t0 = time.monotonic()
     with nullcontext() if locked else store.apply_lock(group_id):
@@ -106,18 +109,18 @@ def run_sync(cfg: Config, group_id: str, spark: SparkSession, *, max_batches: in
         dead = _dead_letter_store(store, plan)
         blocked = dead.blocked() if dead is not None else frozenset()
         generation, recaptures = store.lineage()
-        lineage = {"scope": f"{store.store_id}:{group_id}", "generation": generation, "recaptures": recaptures}
+        lineage = {"scope": store.scope(group_id), "generation": generation, "recaptures": recaptures}
         keys = plan.key_plan()
         while True:
             batches = store.get(group_id, max_batches)
             if not batches:
                 break
-            paths = store.paths(batches, uri=True)
             ids = [b.batch_id for b in batches]
             nrows = sum(b.rows for b in batches)
             nparts = round_partitions(nrows, partitions, cfg)
             log.info("round", group=group_id, batches=f"{ids[0]}..{ids[-1]}", rows=nrows, partitions=nparts)
-            dml = read_dml(spark, paths, ordered=nparts == 1)
+            dml = store.frame(spark, batches, ordered=nparts == 1)
+            in_order = store.in_order(batches)
             barriers, ddl_positions = _barriers(store, batches, dml, plan)
             cuts = segments(barriers)
             if len(cuts) > 1:
@@ -125,12 +128,12 @@ def run_sync(cfg: Config, group_id: str, spark: SparkSession, *, max_batches: in
             round_dir = dead.new_round(ids[0], ids[-1]) if dead is not None else None
             try:
                 for si, seg in enumerate(cuts):
-                    if _dml_lines(seg, batches) > _count_in(seg, ddl_positions):
+                    if any(b.records < 0 for b in batches) or _dml_lines(seg, batches) > _count_in(seg, ddl_positions):
                         dl = {} if round_dir is None else {"dead_letter_dir": str(round_dir), "segment": si,
                                                            "blocked": blocked}
                         ctx = JobContext(plan.mappings, plan.mapping_target, plan.targets, epoch,
                                          **_test_hooks(), **dl, **lineage)
-                        _run_segment(spark, dml, seg, plan, ctx, nparts, summary, keys)
+                        _run_segment(spark, dml, seg, plan, ctx, nparts, summary, keys, in_order)
                         if round_dir is not None:  # later segments wait behind these keys too
                             blocked = blocked | {(e["mapping"], e["table"], e["key"])
                                                  for e in dead.round_entries(round_dir)}
@@ -163,7 +166,7 @@ def run_sync(cfg: Config, group_id: str, spark: SparkSession, *, max_batches: in
     return summary
 
 
-def _dead_letter_store(store: BatchStore, plan: GroupPlan) -> DeadLetterStore | None:
+def _dead_letter_store(store: ChangeLog, plan: GroupPlan) -> DeadLetterStore | None:
     """The group's dead-letter store when a mapping has ``deadLetter`` on (rounds of syncs that
     did not ack are deleted first); warns about live entries of mappings that turned it off."""
     dead = DeadLetterStore(store.root, plan.group_id)
@@ -221,7 +224,7 @@ def _count_in(seg, positions: list[tuple[int, int]]) -> int:
     return sum(1 for p in positions if _inside(seg, p))
 
 
-def _barriers(store: BatchStore, batches, dml, plan: GroupPlan
+def _barriers(store: ChangeLog, batches, dml, plan: GroupPlan
               ) -> tuple[list[DdlChange], list[tuple[int, int]]]:
     """DDL lines that concern a mapping of the group, in order (DML around them is cut), and
     the positions of every DDL line (to skip segments that hold no DML at all).
@@ -229,16 +232,11 @@ def _barriers(store: BatchStore, batches, dml, plan: GroupPlan
     The batch metadata lists each batch's DDL seqs, so only batches that have DDL are read
     (on the driver); a store written before that was recorded is scanned with Spark.
     """
-    if any(b.ddl is None for b in batches):
+    rows = store.ddl_records(batches)
+    if rows is None:
         rows = [r.asDict() for r in (dml.where(F.coalesce(F.col("isDdl"), F.lit(False)))
                                      .select("batchId", "seq", "database", "table", "type", "sql")
                                      .orderBy("batchId", "seq").collect())]
-    else:
-        rows = []
-        for b in batches:
-            if b.ddl:
-                records = store.read(b)
-                rows += [records[i] for i in b.ddl]
     out, positions = [], []
     for r in rows:
         positions.append((r["batchId"], r["seq"]))
@@ -250,15 +248,19 @@ def _barriers(store: BatchStore, batches, dml, plan: GroupPlan
 
 
 def _run_segment(spark, dml, seg, plan: GroupPlan, ctx: JobContext, nparts: int, summary: SyncSummary,
-                 keys=None) -> None:
+                 keys=None, in_order: bool = True) -> None:
     t0 = time.monotonic()
-    changes = partitioned_changes(dml, seg, plan.routes, nparts, keys)
+    changes = partitioned_changes(dml, seg, plan.routes, nparts, keys, in_order)
     t_plan = time.monotonic() - t0
     counters = new_counter(spark)
     try:
         results = changes.mapInArrow(apply_function(ctx, counters), RESULT_SCHEMA).collect()
     except Exception as e:  # noqa: BLE001 - a lost executor, a killed task, a Spark failure
         first = str(e).strip().splitlines()[0][:500] if str(e).strip() else type(e).__name__
+        poison = re.search(r"(poison record: [^\n]*?)(?:\. SQLSTATE|\n|$)", str(e))
+        if poison:  # a Kafka record that is no Dml (pipeline/store/kafka/frame.py): where it is
+            raise ApplyFailed(poison.group(1), hint="remove or fix the record (or move the group past it with "
+                              "kafka-consumer-groups --reset-offsets), then sync again") from None
         raise ApplyFailed(f"the Spark job failed, nothing was acked: {first}",
                           hint="fix the cause and run sync again; replays are idempotent") from None
     merge(summary.executor, counters.value if counters is not None else None)

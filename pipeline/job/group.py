@@ -99,6 +99,9 @@ def load_group(cfg: Config, group_id: str) -> GroupPlan:
     if not group.mappings:
         raise ConfigError(cfg.file, f"groups[{gi}].mappings", "lists no mapping files")
     mappings = load_mappings(group.mappings, base_dir=base)
+    if group.destination is not None:  # a canal config: the files of this destination and group, as canal picks
+        mappings = [m for m in mappings if (m.destination or group.destination) == group.destination
+                    and (m.groupId or group.groupId) == group.groupId]
     if not mappings:
         raise ConfigError(cfg.file, f"groups[{gi}].mappings",
                           f"no mapping file matches {', '.join(group.mappings)} (relative to {base})")

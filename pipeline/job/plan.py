@@ -81,12 +81,15 @@ def split_rows(routed: DataFrame, routes: list[Route], keyed: bool = True, keys:
     see :mod:`pipeline.job.keyfold`; a key-changing UPDATE of an ordered group stays one UPDATE."""
     keys = keys or KeyPlan()
     rows = routed.select(
-        "ridx", "midx", "type", "database", "table", "pkNames", "mysqlType", "batchId", "seq", "old",
+        "ridx", "midx", "type", "database", "table", "pkNames", "mysqlType", "batchId", "seq", "old", "rowNo",
         F.posexplode("data").alias("row", "d"))
     # Each DataFrame step is analyzed on its own (tens of ms on a warm driver, more under load,
     # paid again by every sync): independent columns are added in one step (``withColumns``).
+    # A record the Kafka store split across partitions keeps its rows' original numbers (rowNo).
     rows = rows.withColumns({"o": F.try_element_at(F.col("old"), (F.col("row") + 1).cast("int")),
-                             "grp": keys.group_expr()})
+                             "row": F.coalesce(F.try_element_at(F.col("rowNo"), (F.col("row") + 1).cast("int")),
+                                               F.col("row").cast("long")),
+                             "grp": keys.group_expr()}).drop("old", "rowNo")
     pk = F.coalesce(F.from_json(F.col("pkNames"), "array<string>"), F.array().cast("array<string>"))
     names = key_names_expr(routes, pk)
     is_update = (F.col("type") == "UPDATE") & F.col("o").isNotNull()
@@ -141,17 +144,20 @@ def read_dml(spark: SparkSession, paths: list[str], ordered: bool) -> DataFrame:
 
 
 def partitioned_changes(dml: DataFrame, segment: Segment, routes: list[Route], partitions: int,
-                        keys: KeyPlan | None = None) -> DataFrame:
+                        keys: KeyPlan | None = None, in_order: bool = True) -> DataFrame:
     """The changes of one segment, hash-partitioned by part key (ordered group, or mapping and
     key as the target compares it), sorted by seq.
 
     One partition: no shuffle and no sort. ``dml`` must then come from :func:`read_dml` with
     ``ordered=True``: the lines stream in batch order from the JSON reader straight to the
     executor's Python worker (which checks the order), so parsing and applying overlap
-    instead of waiting for a shuffle and a sort."""
+    instead of waiting for a shuffle and a sort. (Records read from several Kafka partitions:
+    ``in_order=False``, and the one partition is sorted.)"""
     routed = route_rows(dml.where(segment.condition()), routes)
     if partitions == 1:
-        return split_rows(routed, routes, keyed=False, keys=keys).coalesce(1)
+        one = split_rows(routed, routes, keyed=False, keys=keys).coalesce(1)
+        # ``in_order``: the lines arrive in (batchId, seq) order (files; one Kafka partition); else sort
+        return one if in_order else one.sortWithinPartitions("batchId", "seq", "row", "sub")
     changes = split_rows(routed, routes, keyed=True, keys=keys)
     return (changes.repartition(partitions, "part")
             .sortWithinPartitions("batchId", "seq", "row", "sub")

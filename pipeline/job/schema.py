@@ -36,6 +36,8 @@ DML_SCHEMA = StructType([
     StructField("logpos", LongType()),
     StructField("batchId", LongType()),
     StructField("seq", LongType()),
+    #: Kafka store: the original row numbers of a record split across partitions (routing.py)
+    StructField("rowNo", ArrayType(LongType())),
 ])
 
 #: How the job reads a batch line: the row images (``data``/``old`` elements), ``pkNames`` and
@@ -45,9 +47,12 @@ DML_SCHEMA = StructType([
 #: Fields the plan does not use are skipped by the reader.
 _AS_TEXT = {"pkNames": StringType(), "data": ArrayType(StringType()), "old": ArrayType(StringType()),
             "mysqlType": StringType()}
-_JOB_FIELDS = ("database", "table", "type", "isDdl", "sql", "pkNames", "data", "old", "mysqlType", "batchId", "seq")
+_JOB_FIELDS = ("database", "table", "type", "isDdl", "sql", "pkNames", "data", "old", "mysqlType", "batchId", "seq",
+               "rowNo")
 JOB_SCHEMA = StructType([StructField(f.name, _AS_TEXT.get(f.name, f.dataType))
                          for f in DML_SCHEMA.fields if f.name in _JOB_FIELDS])
+#: the job's fields, in order (what a Kafka record's value is parsed into)
+KAFKA_FIELDS = tuple(f.name for f in JOB_SCHEMA.fields)
 
 #: One single-row change routed to one mapping (what a partition holds).
 CHANGE_COLUMNS = ["midx", "kind", "database", "table", "d", "o", "pkNames", "mysqlType",

@@ -15,16 +15,18 @@ import threading
 
 from pyspark.sql import SparkSession
 
-from pipeline.config import SparkConfig
+from pipeline.config import Config, SparkConfig
 
 DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 
 
-def get_spark(conf: SparkConfig, app_name: str = "sluice-sync", master: str | None = None, *,
-              small: bool = False) -> SparkSession:
+def get_spark(conf: SparkConfig, app_name: str = "sluice-sync", master: str | None = None,
+              jars: list[str] | None = None, *, small: bool = False) -> SparkSession:
     """Build (or join, under spark-submit) the session with the settings the job relies on.
 
-    ``small``: the run applies at most ``spark.smallRows`` rows, so the JVM gets C1-only JIT
+    ``jars``: added to the class path of a session built here (the Kafka store's connector;
+    under spark-submit ``--jars`` brings it). ``small``: the run applies at most
+    ``spark.smallRows`` rows, so the JVM gets C1-only JIT
     (:func:`pipeline.job.jvm.driver_java_options`); ignored when the JVM is already running."""
     active = SparkSession.getActiveSession()
     if active is not None:
@@ -43,6 +45,8 @@ def get_spark(conf: SparkConfig, app_name: str = "sluice-sync", master: str | No
                .config("spark.sql.execution.arrow.maxRecordsPerBatch", "5000")
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.ui.showConsoleProgress", "false"))
+    if jars and not submitted:
+        builder = builder.config("spark.jars", ",".join(jars))
     for k, v in conf.conf.items():
         if k != DRIVER_JAVA_OPTIONS:
             builder = builder.config(k, v)
@@ -83,3 +87,12 @@ def _submit_conf() -> dict:
     if "PYSPARK_GATEWAY_PORT" in os.environ or os.environ.get("SPARK_ENV_LOADED"):
         return {"spark.master": "from spark-submit", "opts": props}
     return {}
+
+
+def store_jars(cfg: Config) -> list[str] | None:
+    """The jars the configured store needs in Spark (the Kafka connector), or None."""
+    if cfg.store.kind != "kafka":
+        return None
+    from pipeline.store.kafka.sparkjars import kafka_jars
+
+    return kafka_jars()

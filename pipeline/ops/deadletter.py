@@ -21,7 +21,7 @@ from pipeline.errors import TransientError, is_row_error
 from pipeline.job.deadletter import change_of
 from pipeline.job.group import GroupPlan, load_group
 from pipeline.logs import get_logger
-from pipeline.store import BatchStore
+from pipeline.store import ChangeLog, open_store
 from pipeline.store.deadletter import DeadLetterStore
 
 log = get_logger("deadletter")
@@ -37,9 +37,9 @@ class ReplayResult:
     left: int = 0  # live entries after the replay (all mappings of the group)
 
 
-def dead_letter_store(cfg: Config, group: str) -> tuple[BatchStore, DeadLetterStore]:
+def dead_letter_store(cfg: Config, group: str) -> tuple[ChangeLog, DeadLetterStore]:
     cfg.group(group)  # an unknown group is a config error
-    store = BatchStore(cfg.store_dir(), create=False)
+    store = open_store(cfg, create=False)
     return store, DeadLetterStore(store.root, group)
 
 

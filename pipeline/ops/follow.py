@@ -41,7 +41,7 @@ from typing import Any
 from pipeline import exitcodes
 from pipeline.config import Config
 from pipeline.logs import get_logger
-from pipeline.store import BatchStore
+from pipeline.store import ChangeLog, open_store
 
 from .run import RunResult, run_once
 from .runlog import new_run_id
@@ -78,7 +78,7 @@ class Follower:
     capture_fn: Callable[..., Any] | None = None
     sync_fn: Callable[..., Any] | None = None
     load_fn: Callable[[Config, str], Any] | None = None
-    check_fn: Callable[[Config, Any, BatchStore], None] | None = None
+    check_fn: Callable[[Config, Any, ChangeLog], None] | None = None
     clock: Callable[[], float] = time.monotonic
     sleep: Callable[[float], None] = time.sleep
     states: dict[str, GroupState] = field(default_factory=dict)
@@ -107,7 +107,7 @@ class Follower:
             st.plan = self.load_fn(cfg, g) if self.load_fn else _default_load(cfg, g)
         return st.plan
 
-    def _check(self, cfg: Config, plan: Any, store: BatchStore) -> None:
+    def _check(self, cfg: Config, plan: Any, store: ChangeLog) -> None:
         st = next((s for s in self.states.values() if s.plan is plan), None)
         if st is not None and st.checked:
             return
@@ -256,7 +256,7 @@ def run_follow(cfg: Config, *, groups: list[str] | None = None, spark_factory: C
     ids = list(groups) if groups else [g.groupId for g in cfg.groups]
     for g in ids:
         cfg.group(g)  # an unknown group: ConfigError
-    store = BatchStore(cfg.store_dir(), create=True)
+    store = open_store(cfg, create=True)
     store.check_writable()
     follower = Follower(cfg, ids, spark_factory, interval=interval, **kw)
     for g in ids:

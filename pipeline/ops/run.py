@@ -33,7 +33,7 @@ from pipeline import exitcodes
 from pipeline.config import Config
 from pipeline.errors import LockHeldError, SluiceError
 from pipeline.logs import get_logger
-from pipeline.store import BatchStore
+from pipeline.store import ChangeLog, open_store
 from pipeline.store.fsutil import not_writable
 
 from .runlog import RunLog, new_run_id
@@ -74,7 +74,7 @@ def _load(cfg: Config, g: str) -> Any:
     return load_group(cfg, g)
 
 
-def _check(cfg: Config, plan: Any, store: BatchStore) -> None:
+def _check(cfg: Config, plan: Any, store: ChangeLog) -> None:
     plan.check(store)
 
 
@@ -83,7 +83,7 @@ def run_once(cfg: Config, *, groups: list[str] | None = None, spark_factory: Cal
              nothing_exit: int = EXIT_NOTHING, with_source_lag: bool = True, write_metrics: bool = True,
              capture_fn: Callable[..., Any] | None = None, sync_fn: Callable[..., Any] | None = None,
              load_fn: Callable[[Config, str], Any] | None = None,
-             check_fn: Callable[[Config, Any, BatchStore], None] | None = None,
+             check_fn: Callable[[Config, Any, ChangeLog], None] | None = None,
              record_idle: bool = True, extra: dict[str, Any] | None = None) -> RunResult:
     """One scheduled run (see the module docstring). ``spark_factory(pending_rows)`` is called
     only when a group passed its checks and has pending batches; ``capture_fn``/``sync_fn`` replace
@@ -101,7 +101,7 @@ def run_once(cfg: Config, *, groups: list[str] | None = None, spark_factory: Cal
     group_ids = list(groups) if groups is not None else [g.groupId for g in cfg.groups]
     for g in group_ids:
         cfg.group(g)  # unknown group: ConfigError before anything runs
-    store = BatchStore(cfg.store_dir(), create=True)
+    store = open_store(cfg, create=True)
     store.check_writable()  # a read-only store: StoreError before anything runs (nothing could be recorded)
     t_wall, t0 = time.time(), time.monotonic()
     rec: dict[str, Any] = {"run": new_run_id(t_wall), "started": _iso(t_wall), "finished": None, "seconds": None,
@@ -113,6 +113,8 @@ def run_once(cfg: Config, *, groups: list[str] | None = None, spark_factory: Cal
     say("run starting", run=rec["run"], source=cfg.source.name, groups=",".join(group_ids), capture=capture)
     try:
         plans = _load_groups(cfg, group_ids, load_fn, rec)
+        if capture and cfg.store.kafka is not None and cfg.store.kafka.writtenBy == "canal":
+            capture = False  # canal-server writes the topic; this run only applies it
         if capture:
             _capture(cfg, capture_fn, rec)
         with ExitStack() as held:
@@ -201,16 +203,15 @@ def _capture(cfg: Config, capture_fn: Callable[..., Any], rec: dict[str, Any]) -
         log.error("capture failed", exc_info=True)
 
 
-def _prepare_groups(cfg: Config, store: BatchStore, plans: dict[str, Any],
-                    check_fn: Callable[[Config, Any, BatchStore], None], rec: dict[str, Any],
+def _prepare_groups(cfg: Config, store: ChangeLog, plans: dict[str, Any],
+                    check_fn: Callable[[Config, Any, ChangeLog], None], rec: dict[str, Any],
                     held: ExitStack) -> list[tuple[str, Any, dict]]:
     """The groups to sync, each with its apply lock held (entered on ``held``) and its checks
     passed, all before Spark starts; groups with nothing pending are noted (empty batches acked)."""
-    metas = store.batches()
     ready = []
     for g, plan in plans.items():
         cursor = store.cursor(g)
-        pend = [m for m in metas if m.batch_id > cursor]
+        pend = store.pending(g)
         before = {"batches": len(pend), "rows": sum(m.rows for m in pend), "cursor": cursor}
         if not pend or all(m.records == 0 for m in pend):
             acked = _ack_empty(store, g, pend) if pend else cursor
@@ -236,7 +237,7 @@ def _prepare_groups(cfg: Config, store: BatchStore, plans: dict[str, Any],
     return ready
 
 
-def _start_spark(spark_factory: Callable[[int], Any] | None, ready: list, store: BatchStore,
+def _start_spark(spark_factory: Callable[[int], Any] | None, ready: list, store: ChangeLog,
                  rec: dict[str, Any], pending_rows: int = 0) -> Any:
     """The Spark session for the groups that passed their checks (``spark_factory`` is told
     how many rows they have pending: a small run gets a JVM tuned for a short life); False
@@ -255,7 +256,7 @@ def _start_spark(spark_factory: Callable[[int], Any] | None, ready: list, store:
         return False
 
 
-def _ack_empty(store: BatchStore, g: str, pend: list) -> int:
+def _ack_empty(store: ChangeLog, g: str, pend: list) -> int:
     """Ack batches that hold no record at all (position progress only) without starting Spark."""
     try:
         with store.apply_lock(g):
@@ -267,13 +268,13 @@ def _ack_empty(store: BatchStore, g: str, pend: list) -> int:
     return store.cursor(g)
 
 
-def _failed_sync(store: BatchStore, g: str, before: dict, ts: float) -> dict[str, Any]:
+def _failed_sync(store: ChangeLog, g: str, before: dict, ts: float) -> dict[str, Any]:
     cursor = store.cursor(g)
     return {"group": g, "ok": False, "batches": max(0, cursor - before["cursor"]), "rows": None,
             "seconds": round(time.monotonic() - ts, 3), "cursor": cursor, "pending_before": before}
 
 
-def _finish_lag(cfg: Config, rec: dict, store: BatchStore, groups: list[str], with_source: bool) -> None:
+def _finish_lag(cfg: Config, rec: dict, store: ChangeLog, groups: list[str], with_source: bool) -> None:
     try:
         metas = store.batches()
         cap = capture_lag(cfg, store, with_source=with_source, metas=metas)

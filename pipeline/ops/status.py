@@ -8,7 +8,7 @@
   ``Seconds_Behind_Master``: the age of the newest event applied).
 * **Sync lag** per group: ``lag_s`` = age of the oldest batch the group has not acked (0 when
   nothing is pending), next to the pending batch and row counts (the numbers of
-  ``BatchStore.status()``).
+  ``ChangeLog.status()``).
 * **Freshness** per group, end to end: ``applied_event_at`` = the source's commit time (binlog
   ``es``) of the newest row the group has applied (the last record of its newest acked batch
   that holds records), and ``freshness_s`` = now - that. While the source writes, this is how
@@ -27,7 +27,7 @@ from typing import Any
 
 from pipeline.config import Config
 from pipeline.errors import SluiceError
-from pipeline.store import BatchMeta, BatchStore
+from pipeline.store import BatchMeta, ChangeLog, open_store
 
 from .runlog import RunLog
 
@@ -50,7 +50,9 @@ def iso_ts(text: str | None) -> float | None:
 
 def last_record(meta: BatchMeta) -> dict[str, Any] | None:
     """The last Dml line of a batch file, read from its end (the file is not verified)."""
-    if not meta.records or not meta.size:
+    if getattr(meta, "last_es", None):  # a Kafka batch records its last event's time
+        return {"es": meta.last_es}
+    if not meta.records or not meta.size or not meta.path:
         return None
     path = Path(meta.path)
     block = 1 << 16
@@ -69,7 +71,7 @@ def last_record(meta: BatchMeta) -> dict[str, Any] | None:
             block *= 4
 
 
-def last_event_ms(store: BatchStore | None, metas: list[BatchMeta] | None = None) -> int | None:
+def last_event_ms(store: ChangeLog | None, metas: list[BatchMeta] | None = None) -> int | None:
     """``es`` (binlog event time, ms) of the newest captured event (in ``metas``), or None."""
     metas = metas if metas is not None else store.batches()
     for meta in list(reversed(metas))[:EVENT_SCAN_BATCHES]:
@@ -112,7 +114,7 @@ def source_end(cfg: Config) -> tuple[tuple[str, int], list[tuple[str, int]]]:
         conn.close()
 
 
-def capture_lag(cfg: Config, store: BatchStore, *, with_source: bool = True, now: float | None = None,
+def capture_lag(cfg: Config, store: ChangeLog, *, with_source: bool = True, now: float | None = None,
                 metas: list[BatchMeta] | None = None) -> dict[str, Any]:
     """Capture position and lag (see the module docstring); never raises for the source."""
     now = time.time() if now is None else now
@@ -147,7 +149,7 @@ def applied_event_ms(metas: list[BatchMeta], cursor: int) -> int | None:
     return last_event_ms(None, acked) if acked else None
 
 
-def group_status(store: BatchStore, groups: list[str], *, now: float | None = None,
+def group_status(store: ChangeLog, groups: list[str], *, now: float | None = None,
                  metas: list[BatchMeta] | None = None, capture_behind: int | None = None
                  ) -> dict[str, dict[str, Any]]:
     """Per group: cursor, pending batches/rows, oldest pending batch and its age (sync lag), and
@@ -174,7 +176,7 @@ def group_status(store: BatchStore, groups: list[str], *, now: float | None = No
 
 def deployment_status(cfg: Config, *, with_source: bool = True) -> dict[str, Any]:
     """Everything ``sluice status`` shows, as one JSON-able dict."""
-    store = BatchStore(cfg.store_dir(), create=False)
+    store = open_store(cfg, create=False)
     now = time.time()
     metas = store.batches()
     st = store.status()

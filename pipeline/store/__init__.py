@@ -9,7 +9,9 @@ order. See docs/store.md for the layout, the commit protocol and the semantics.
 from __future__ import annotations
 
 from .batchstore import BatchStore
+from .changelog import ChangeLog, open_store
 from .locks import HeldLock, LockInfo
 from .meta import BatchMeta, data_name, meta_name, validate_group
 
-__all__ = ["BatchMeta", "BatchStore", "HeldLock", "LockInfo", "data_name", "meta_name", "validate_group"]
+__all__ = ["BatchMeta", "BatchStore", "ChangeLog", "HeldLock", "LockInfo", "data_name", "meta_name", "open_store",
+           "validate_group"]

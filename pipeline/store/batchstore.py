@@ -333,6 +333,38 @@ class BatchStore:
         """All registered groups (those that ever called get, ack or set_cursor)."""
         return self._cursors.groups()
 
+    # ---- the job (the ChangeLog interface: pipeline/store/changelog.py) -----------------------
+
+    def frame(self, spark: Any, batches: list[BatchMeta], ordered: bool) -> Any:
+        """The batches' lines as the job's DataFrame (verified files read by Spark)."""
+        from pipeline.job.plan import read_dml
+
+        return read_dml(spark, self.paths(batches, uri=True), ordered)
+
+    def pending(self, group: str) -> list[BatchMeta]:
+        """The batches after the group's cursor (what its next sync applies)."""
+        return self.batches(since=self.cursor(group))
+
+    def in_order(self, batches: list[BatchMeta]) -> bool:
+        """Files read with ``ordered`` stream in (batchId, seq) order."""
+        return True
+
+    def ddl_records(self, batches: list[BatchMeta]) -> list[dict[str, Any]] | None:
+        """The DDL lines of ``batches`` from the seqs their metas list (None: an older meta without
+        them; the job scans instead)."""
+        if any(b.ddl is None for b in batches):
+            return None
+        out: list[dict[str, Any]] = []
+        for b in batches:
+            if b.ddl:
+                lines = self.read(b)
+                out += [lines[i] for i in b.ddl]
+        return out
+
+    def scope(self, group: str) -> str:
+        """Where targets record ordered groups' positions: the store's id and the group."""
+        return f"{self.store_id}:{group}"
+
     # ---- maintenance -------------------------------------------------------------------
 
     def prune(self, retain: int = 0) -> list[BatchMeta]:

@@ -24,11 +24,12 @@ def rdb_adapter(info: dict[str, Any], key: str, database: str | None = None, dia
 
 def write_deployment(tmp: Path, source: dict[str, Any], *, name: str, include: str,
                      groups: list[dict], mappings: dict[str, dict], partitions: int = 4,
-                     master: str = "local[2]", batch_rows: int = 5000) -> Path:
+                     master: str = "local[2]", batch_rows: int = 5000, kafka: dict[str, Any] | None = None) -> Path:
     """Write ``tmp/sluice.yml`` and ``tmp/mappings/<file>`` and return the config path.
 
     ``mappings`` maps a file name (e.g. ``rdb/mirror.yml``) to its canal-format content;
-    each group's ``mappings`` should list globs relative to ``tmp``.
+    each group's ``mappings`` should list globs relative to ``tmp``. ``kafka``: a ``store.kafka``
+    section (``store.kind`` becomes kafka), see :func:`kafka_store`.
     """
     for fname, content in mappings.items():
         p = tmp / "mappings" / fname
@@ -38,13 +39,19 @@ def write_deployment(tmp: Path, source: dict[str, Any], *, name: str, include: s
         "source": {"name": name, "host": source["host"], "port": source["port"], "user": source["user"],
                    "password": source["password"], "serverId": 7000 + (os.getpid() % 1000),
                    "filter": {"include": include}},
-        "store": {"path": str(tmp / "store"), "batch": {"maxRows": batch_rows}},
+        "store": {"path": str(tmp / "store"), "batch": {"maxRows": batch_rows},
+                  **({"kind": "kafka", "kafka": kafka} if kafka else {})},
         "groups": groups,
         "spark": {"master": master, "partitions": partitions},
     }
     path = tmp / "sluice.yml"
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))
     return path
+
+
+def kafka_store(info: dict[str, Any], topic: str, **more: Any) -> dict[str, Any]:
+    """A ``store.kafka`` section for the suite's broker (``more``: partitionsNum, partitionHash, ...)."""
+    return {"bootstrap.servers": info["bootstrap"], "topic": topic, **more}
 
 
 def sluice(*args: str, timeout: float = 900, env: dict | None = None, check: bool = True

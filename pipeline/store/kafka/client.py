@@ -1,0 +1,153 @@
+"""Kafka clients of the Kafka store (confluent-kafka, i.e. librdkafka): settings, topic names,
+topic creation, listing offsets, committed group offsets, and the mapping of client errors to
+Sluice's errors (a broker that does not answer is a :class:`BrokerUnavailable`, worth a retry).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import OFFSET_INVALID, Consumer, IsolationLevel, KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
+
+from pipeline.config import Config, KafkaStoreConfig
+from pipeline.errors import StoreError, TransientError
+
+TIMEOUT = 30.0
+
+
+class BrokerUnavailable(TransientError):
+    """The Kafka cluster did not answer (down, restarting, unreachable)."""
+
+
+@dataclass(frozen=True)
+class Topics:
+    """The resolved names of a deployment's Kafka store (picklable)."""
+
+    bootstrap: str
+    topic: str
+    batch_topic: str
+    partitions: int
+    replication: int
+    written_by: str
+    properties: tuple[tuple[str, str], ...]
+
+    @classmethod
+    def of(cls, cfg: Config) -> Topics:
+        k = cfg.store.kafka
+        assert isinstance(k, KafkaStoreConfig)
+        topic = k.topic or cfg.source.name
+        return cls(k.bootstrap_servers, topic, k.batchTopic or f"{topic}.sluice-batches", k.partitionsNum,
+                   k.replicationFactor, k.writtenBy, tuple(sorted(k.properties.items())))
+
+    def settings(self, **more: Any) -> dict[str, Any]:
+        """Client settings: bootstrap servers, the configured properties, then ``more``."""
+        return {"bootstrap.servers": self.bootstrap, **dict(self.properties), **more}
+
+
+def fail(e: BaseException, what: str, topics: Topics) -> BaseException:
+    """A Sluice error for a client exception while doing ``what``."""
+    err = e.args[0] if isinstance(e, KafkaException) and e.args else None
+    code = err.code() if isinstance(err, KafkaError) else None
+    text = err.str() if isinstance(err, KafkaError) else str(e)
+    transient = code in (KafkaError._TRANSPORT, KafkaError._TIMED_OUT, KafkaError._ALL_BROKERS_DOWN,
+                         KafkaError.REQUEST_TIMED_OUT, KafkaError.NOT_COORDINATOR,
+                         KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+                         KafkaError._WAIT_COORD, KafkaError.NOT_LEADER_FOR_PARTITION,
+                         KafkaError.LEADER_NOT_AVAILABLE, KafkaError.NETWORK_EXCEPTION) or (
+        isinstance(err, KafkaError) and err.retriable())
+    msg = f"Kafka store ({topics.bootstrap}, topic {topics.topic}): cannot {what}: {text}"
+    if transient:
+        return BrokerUnavailable(msg, hint="check that the Kafka brokers are up and reachable; run again "
+                                 "(nothing was acked, replays are idempotent)")
+    return StoreError(msg, hint="check store.kafka in the config and the broker's logs")
+
+
+def admin(topics: Topics) -> AdminClient:
+    return AdminClient(topics.settings())
+
+
+def ensure_topics(topics: Topics, names: list[str], partitions: dict[str, int]) -> None:
+    """Create the topics that do not exist yet (``partitions`` per name; the batch topic: 1)."""
+    client = admin(topics)
+    try:
+        existing = client.list_topics(timeout=TIMEOUT).topics
+    except KafkaException as e:
+        raise fail(e, "list topics", topics) from None
+    new = [NewTopic(n, num_partitions=partitions.get(n, topics.partitions), replication_factor=topics.replication)
+           for n in names if n not in existing]
+    if not new:
+        return
+    for name, fut in client.create_topics(new, request_timeout=TIMEOUT).items():
+        try:
+            fut.result()
+        except KafkaException as e:
+            if e.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                raise fail(e, f"create topic {name}", topics) from None
+
+
+def partitions_of(topics: Topics, names: list[str]) -> dict[str, int]:
+    """How many partitions each existing topic has (missing topics are left out)."""
+    try:
+        md = admin(topics).list_topics(timeout=TIMEOUT).topics
+    except KafkaException as e:
+        raise fail(e, "list topics", topics) from None
+    return {n: len(md[n].partitions) for n in names if n in md and md[n].error is None}
+
+
+def list_offsets(topics: Topics, tps: list[tuple[str, int]], spec: str = "latest") -> dict[tuple[str, int], int]:
+    """Offsets of ``tps``: ``latest`` (the last stable offset: committed transactions only) or
+    ``earliest`` (the log start: what retention kept)."""
+    if not tps:
+        return {}
+    client = admin(topics)
+    want = {TopicPartition(t, p): (OffsetSpec.latest() if spec == "latest" else OffsetSpec.earliest())
+            for t, p in tps}
+    for attempt in range(6):  # a topic created a moment ago may not have its leader in the metadata yet
+        try:
+            futs = client.list_offsets(want, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=TIMEOUT)
+            return {(tp.topic, tp.partition): f.result().offset for tp, f in futs.items()}
+        except KafkaException as e:
+            if attempt == 5 or "leader" not in str(e).lower():
+                raise fail(e, f"list {spec} offsets", topics) from None
+            time.sleep(0.5 * 2 ** attempt)
+    raise AssertionError("unreachable")
+
+
+def consumer(topics: Topics, group: str | None = None) -> Consumer:
+    """A read-committed consumer without auto-commit (``group``: for committed offsets)."""
+    return Consumer(topics.settings(**{"group.id": group or "sluice-reader", "enable.auto.commit": False,
+                                       "isolation.level": "read_committed", "enable.partition.eof": True,
+                                       "auto.offset.reset": "error"}))
+
+
+def committed(topics: Topics, group: str, tps: list[tuple[str, int]]) -> dict[tuple[str, int], tuple[int, str]]:
+    """The group's committed (offset, metadata) per partition; partitions without one are left out."""
+    if not tps:
+        return {}
+    c = consumer(topics, group)
+    try:
+        got = c.committed([TopicPartition(t, p) for t, p in tps], timeout=TIMEOUT)
+    except KafkaException as e:
+        raise fail(e, f"read the committed offsets of group {group}", topics) from None
+    finally:
+        c.close()
+    return {(tp.topic, tp.partition): (tp.offset, tp.metadata or "") for tp in got
+            if tp.offset != OFFSET_INVALID and tp.offset >= 0}
+
+
+def commit(topics: Topics, group: str, offsets: dict[tuple[str, int], int], metadata: dict[tuple[str, int], str]
+           ) -> None:
+    """Commit the group's offsets, all partitions in one request (one record batch in the group's
+    ``__consumer_offsets`` partition: all of them or none)."""
+    c = consumer(topics, group)
+    try:
+        tps = [TopicPartition(t, p, off, metadata=metadata[(t, p)]) if (t, p) in metadata else TopicPartition(t, p, off)
+               for (t, p), off in sorted(offsets.items())]
+        c.commit(offsets=tps, asynchronous=False)
+    except KafkaException as e:
+        raise fail(e, f"commit the offsets of group {group}", topics) from None
+    finally:
+        c.close()

@@ -1,0 +1,339 @@
+"""KafkaStore: the change log in Kafka topics, with the BatchStore's interface (docs/kafka.md).
+
+* Capture appends batches as Kafka transactions (:mod:`.producer`); a batch's records carry
+  ``batchId``/``seq`` and its batch record (:mod:`.batches`) the binlog positions and the offsets.
+* A group's cursor is its Kafka consumer group's committed offsets (the group id is the Sluice
+  group id): every data partition at the end of the last acked batch, and the batch topic just
+  after that batch's record, whose commit metadata holds the batchId. ``kafka-consumer-groups
+  --describe --group G`` shows each partition's lag. ``ack`` commits them all in one request, only
+  after every partition of the job committed; rollback is not committing.
+* Locks, the run log and dead letters stay in the local folder ``store.path/<source>`` of the
+  driver (the executors only read Kafka and write the targets).
+
+With ``writtenBy: canal`` the topics are canal-server's (:mod:`.canal`): no batch topic, nothing
+to capture; a group's work is every partition from its committed offset to the end.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from pipeline.config import Config
+from pipeline.errors import OutOfOrderAckError, StoreError
+from pipeline.store.fsutil import not_writable
+from pipeline.store.locks import HeldLock, acquire
+from pipeline.store.meta import validate_group, validate_position
+
+from . import batches as records
+from .batches import KafkaBatch, to_batch
+from .client import Topics, commit, committed, list_offsets
+from .producer import BatchProducer
+from .routing import Router
+
+
+class KafkaStore:
+    """The Kafka change log of one source (see the module docstring)."""
+
+    kind = "kafka"
+
+    def __init__(self, cfg: Config, *, create: bool = True):
+        self.cfg = cfg
+        self.topics = Topics.of(cfg)
+        self.root = cfg.store_dir().absolute()
+        self.lock_dir = self.root / "locks"
+        self._capture: HeldLock | None = None
+        self._producer: BatchProducer | None = None
+        self._next_id = 1
+        self._offsets: dict[tuple[str, int], int] = {}
+        self._id: str | None = None
+        self._handed: dict[str, int] = {}
+        self._metas: dict[int, KafkaBatch] = {}
+        self._read_to = 0  # batch topic offsets read into _metas
+
+    def __repr__(self) -> str:
+        return f"KafkaStore({self.topics.bootstrap!r}, {self.topics.topic!r})"
+
+    # ---- the local folder --------------------------------------------------------------
+    def check_writable(self) -> None:
+        for d in (self.root, self.lock_dir):
+            try:
+                d.mkdir(parents=True, exist_ok=True)
+                probe = d / f".sluice-probe-{uuid.uuid4().hex}.tmp"
+                probe.write_bytes(b"")
+                probe.unlink()
+            except OSError as e:
+                raise not_writable(d, OSError(e.errno, e.strerror)) from None
+
+    @property
+    def store_id(self) -> str:
+        """The id every batch record carries (made by the first capture); targets record ordered
+        groups' positions under it."""
+        if self._id is None:
+            last = records.last_record(self.topics)
+            self._id = str(last[1].get("storeId")) if last else ""
+        return self._id or f"kafka-{self.topics.topic}"
+
+    def lineage(self) -> tuple[int, tuple[tuple[int, int], ...]]:
+        """Kafka batches are never re-cut (no ``recapture``): always generation 0."""
+        return 0, ()
+
+    # ---- capture ------------------------------------------------------------------------
+    @contextmanager
+    def capture_lock(self) -> Iterator[HeldLock]:
+        """The local single-writer lock, then the transactional producer: its ``init_transactions``
+        fences any other producer of this source and aborts what a killed capture left open."""
+        if self.topics.written_by != "sluice":
+            raise StoreError(f"store.kafka.writtenBy is {self.topics.written_by}: the topic {self.topics.topic} is "
+                             "written by canal-server, so Sluice does not capture into it",
+                             hint="run `sluice sync`/`run` to apply it; capture needs writtenBy: sluice")
+        self.lock_dir.mkdir(parents=True, exist_ok=True)
+        held = acquire(self.lock_dir / "capture.lock", "capture",
+                       "only one capture may run per source: wait for it to finish")
+        try:
+            router = Router(self.topics.topic, self.cfg.store.kafka.dynamicTopic, self.topics.partitions,
+                            self.cfg.store.kafka.partitionHash, self.cfg.store.kafka.databaseHash)
+            self._producer = BatchProducer(self.topics, router, f"sluice-capture.{self.cfg.source.name}."
+                                           f"{self.topics.topic}")
+            self._producer.open()
+            last = records.last_record(self.topics)
+            body = last[1] if last else {}
+            self._id = str(body.get("storeId") or uuid.uuid4().hex)
+            self._next_id = int(body.get("batchId", body.get("afterBatch", 0))) + 1
+            self._offsets = records.offsets_of(body.get("to"))
+            held.cleaned = []
+            self._capture = held
+            yield held
+        finally:
+            self._capture = None
+            if self._producer is not None:
+                self._producer.close()
+                self._producer = None
+            held.release()
+
+    def _require_capture(self, what: str) -> BatchProducer:
+        if self._capture is None or self._producer is None:
+            raise StoreError(f"{what} needs the capture lock", hint="call it inside `with store.capture_lock():`")
+        return self._producer
+
+    def append_lines(self, lines: list[bytes], *, rows: int, ddl: tuple[int, ...], start: dict[str, Any],
+                     end: dict[str, Any], split: bool = False) -> KafkaBatch:
+        """Publish the next batch (one Kafka transaction); see :meth:`BatchStore.append_lines`."""
+        producer = self._require_capture("append")
+        validate_position("start", start)
+        validate_position("end", end)
+        batch = producer.publish(self.store_id, self._next_id, lines, rows, ddl, start, end, split, self._offsets)
+        self._offsets = dict(batch.end_offsets)
+        self._next_id += 1
+        return batch
+
+    def append(self, recs: Iterable[dict[str, Any]], *, start: dict[str, Any], end: dict[str, Any],
+               split: bool = False) -> KafkaBatch:
+        """Like :meth:`append_lines` for record dicts (tests, benchmarks)."""
+        lines, rows, ddl = [], 0, []
+        for i, r in enumerate(recs):
+            r = {k: v for k, v in r.items() if k not in ("batchId", "seq")}
+            lines.append(json.dumps(r, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()[:-1])
+            rows += 1 if r.get("isDdl") else len(r.get("data") or ())
+            if r.get("isDdl"):
+                ddl.append(i)
+        return self.append_lines(lines, rows=rows, ddl=tuple(ddl), start=start, end=end, split=split)
+
+    def last_position(self) -> dict[str, Any] | None:
+        last = records.last_record(self.topics) if self.topics.written_by == "sluice" else None
+        if last is None:
+            return None
+        body = last[1]
+        return dict(body["end"] if body["kind"] == "batch" else body["position"])
+
+    def set_start_position(self, pos: dict[str, Any], force: bool = False) -> None:
+        producer = self._require_capture("set_start_position")
+        validate_position("start", pos)
+        current = self.last_position()
+        if current is not None and not force:
+            raise StoreError(f"{self.topics.batch_topic}: the store already has a position; capture would resume at "
+                             f"{json.dumps(current, sort_keys=True)}", hint="pass force=True to move it")
+        producer.publish_start(self.store_id, self._next_id - 1, pos, force, self._offsets)
+
+    # ---- batches -------------------------------------------------------------------------
+    def _refresh(self) -> None:
+        for off, body in records.read_records(self.topics, self._read_to):
+            if body["kind"] == "batch":
+                b = to_batch(body, off)
+                self._metas[b.batch_id] = b
+            self._read_to = off + 1
+
+    def batches(self, since: int = 0) -> list[KafkaBatch]:
+        if self.topics.written_by != "sluice":
+            return []
+        self._refresh()
+        return [self._metas[i] for i in sorted(self._metas) if i > since]
+
+    def batch_ids(self) -> list[int]:
+        return [b.batch_id for b in self.batches()]
+
+    def meta(self, batch_id: int) -> KafkaBatch:
+        if batch_id not in self._metas:
+            self._refresh()
+        try:
+            return self._metas[batch_id]
+        except KeyError:
+            raise FileNotFoundError(f"batch {batch_id}") from None
+
+    # ---- groups ---------------------------------------------------------------------------
+    @contextmanager
+    def apply_lock(self, group: str) -> Iterator[HeldLock]:
+        validate_group(group)
+        self.lock_dir.mkdir(parents=True, exist_ok=True)
+        held = acquire(self.lock_dir / f"apply.{group}.lock", f"apply ({group})",
+                       f"only one job may apply group {group!r} at a time: wait for it to finish")
+        try:
+            held.cleaned = []
+            yield held
+        finally:
+            held.release()
+
+    def check_apply_free(self, group: str) -> None:
+        with self.apply_lock(group):
+            pass
+
+    def cursor(self, group: str) -> int:
+        """The newest batchId the group acked (its commit metadata on the batch topic; 0: none)."""
+        validate_group(group)
+        got = committed(self.topics, group, [(self.topics.batch_topic, 0)]).get((self.topics.batch_topic, 0))
+        if got is None:
+            return 0
+        try:
+            return int(json.loads(got[1])["batchId"])
+        except (ValueError, KeyError, TypeError):
+            raise StoreError(f"group {group}: its committed offset on {self.topics.batch_topic} has no Sluice batchId "
+                             f"(metadata {got[1]!r}); it was moved by another tool",
+                             hint=f"set it with `sluice store set-cursor --group {group} --to N`") from None
+
+    def groups(self) -> list[str]:
+        """Groups of the config that have committed offsets here."""
+        return [g.groupId for g in self.cfg.groups if self.cursor(g.groupId) > 0]
+
+    def get(self, group: str, max_batches: int = 1) -> list[KafkaBatch]:
+        """The next batches after the group's cursor and what was handed out (not acked)."""
+        validate_group(group)
+        cursor = self.cursor(group)
+        start = max(cursor, self._handed.get(group, 0))
+        pending = self.batches(start)[:max_batches]
+        for expected, b in enumerate(pending, start=start + 1):
+            if b.batch_id != expected:
+                raise StoreError(f"Kafka store: batch {expected} is missing from {self.topics.batch_topic} "
+                                 f"(batch {b.batch_id} follows)", hint="the batch topic was changed by hand")
+        if pending:
+            self._check_retained(group, pending)
+            self._handed[group] = pending[-1].batch_id
+        return pending
+
+    def _check_retained(self, group: str, pending: list[KafkaBatch]) -> None:
+        need = {tp: o for tp, o in pending[0].start_offsets.items() if o < pending[-1].end_offsets.get(tp, 0)}
+        for tp in pending[-1].end_offsets:
+            need.setdefault(tp, 0)
+        need = {tp: o for tp, o in need.items() if pending[-1].end_offsets.get(tp, 0) > o}
+        low = list_offsets(self.topics, sorted(need), "earliest")
+        lost = [(tp, need[tp], low[tp]) for tp in sorted(need) if low[tp] > need[tp]]
+        if lost:
+            (t, p), want, first = lost[0]
+            raise StoreError(
+                f"group {group} needs {t} partition {p} from offset {want} (batch {pending[0].batch_id}), but the "
+                f"partition starts at offset {first}: retention deleted records the group had not acked"
+                + (f" ({len(lost)} partitions)" if len(lost) > 1 else ""),
+                hint="nothing was applied or acked; raise the topics' retention.ms above the longest outage, then "
+                "rebuild the group's targets (sluice bootstrap) or move its cursor past the gap (store set-cursor)")
+
+    def ack(self, group: str, batch_id: int) -> None:
+        """Commit the group's offsets at the end of ``batch_id`` (exactly cursor + 1)."""
+        cursor = self.cursor(group)
+        if batch_id != cursor + 1:
+            from pipeline.store.admin import out_of_order_error
+
+            raise out_of_order_error(group, batch_id, cursor)
+        try:
+            b = self.meta(batch_id)
+        except FileNotFoundError:
+            raise OutOfOrderAckError(f"cannot ack batch {batch_id} for group {group!r}: no such batch in "
+                                     f"{self.topics.batch_topic}",
+                                     hint="ack only batchIds that get() returned") from None
+        self._commit_at(group, b.batch_id, b.end_offsets, b.offset + 1)
+
+    def _commit_at(self, group: str, batch_id: int, data: dict, batch_offset: int) -> None:
+        """Commit the group's offsets just after a batch. Each transaction ends with a commit marker,
+        which takes the offset after the batch's last record on every partition it wrote; the group
+        commits past it, so ``kafka-consumer-groups`` shows lag 0 for a group that is done."""
+        offsets = {tp: o + 1 if o > 0 else 0 for tp, o in data.items()}
+        bt = (self.topics.batch_topic, 0)
+        offsets[bt] = batch_offset + 1 if batch_offset > 0 else 0
+        commit(self.topics, group, offsets, {bt: json.dumps({"batchId": batch_id})})
+
+    def rollback(self, group: str) -> None:
+        validate_group(group)
+        self._handed.pop(group, None)
+
+    def set_cursor(self, group: str, batch_id: int) -> int:
+        """Move the group's offsets to the end of ``batch_id`` (0: the start of every partition)."""
+        previous = self.cursor(group)
+        ids = self.batch_ids()
+        if batch_id < 0 or batch_id > (ids[-1] if ids else 0):
+            raise StoreError(f"set_cursor({group!r}, {batch_id}): the cursor must be between 0 and the newest batch "
+                             f"{ids[-1] if ids else 0}")
+        if batch_id == 0:
+            data = {tp: 0 for tp in (self._metas[ids[-1]].end_offsets if ids else {})}
+            self._commit_at(group, 0, data, 0)
+        else:
+            b = self.meta(batch_id)
+            self._commit_at(group, batch_id, b.end_offsets, b.offset + 1)
+        self._handed.pop(group, None)
+        return previous
+
+    def prune(self, retain: int = 0) -> list:
+        """Kafka's retention deletes old records; nothing to do here."""
+        return []
+
+    def drop_from(self, first: int) -> dict[str, Any]:
+        raise StoreError("`store recapture` is for the file store: Kafka batches are committed whole by the "
+                         "broker and never corrupt on disk", hint="to apply batches again: store set-cursor")
+
+    # ---- the job ---------------------------------------------------------------------------
+    def frame(self, spark: Any, batches: list[KafkaBatch], ordered: bool) -> Any:
+        from .frame import kafka_frame
+
+        return kafka_frame(spark, self.topics, batches[0].start_offsets, batches[-1].end_offsets, canal=False)
+
+    def pending(self, group: str) -> list[KafkaBatch]:
+        """The batches after the group's cursor (what its next sync applies)."""
+        return self.batches(since=self.cursor(group))
+
+    def in_order(self, batches: list[KafkaBatch]) -> bool:
+        """True when the round's records come from one partition (offset order is batch order)."""
+        s, e = batches[0].start_offsets, batches[-1].end_offsets
+        return sum(1 for tp, o in e.items() if o > s.get(tp, 0)) <= 1
+
+    def ddl_records(self, batches: list[KafkaBatch]) -> list[dict[str, Any]] | None:
+        """The DDL records of ``batches``, read from where their batch records say they are."""
+        from .fetch import fetch_records
+
+        where = [(t, p, o) for b in batches for _, t, p, o in b.ddl_at]
+        return fetch_records(self.topics, where)
+
+    def scope(self, group: str) -> str:
+        """Where targets record ordered groups' positions: the store's id and the group."""
+        return f"{self.store_id}:{group}"
+
+    def status(self) -> dict[str, Any]:
+        from .status import kafka_status
+
+        return kafka_status(self)
+
+    def verify(self, batch: Any, *, deep: bool = True) -> None:
+        """Batch records are checked when read; nothing else to verify on a broker."""
+
+    def path_of(self) -> Path:
+        return self.root
