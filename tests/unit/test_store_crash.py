@@ -25,6 +25,7 @@ WRITER = textwrap.dedent("""
     rng = random.Random(int(sys.argv[2]))
     with store.capture_lock():
         pos = store.last_position() or {"row": 0}
+        print("ready", flush=True)
         while True:
             n = pos["row"]
             records = []
@@ -71,8 +72,12 @@ def test_kill_9_at_random_moments_loses_nothing(tmp_path: Path) -> None:
     grew = cleaned = 0
     last = (0, 0, 0, 0)
     for kill in range(20):
-        proc = subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path), str(kill)], cwd=REPO, env=env)
+        proc = subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path), str(kill)], cwd=REPO, env=env,
+                                stdout=subprocess.PIPE, text=True)
         try:
+            # the moment is random from when the writer holds the lock (its start-up takes
+            # anything from 0.1 to several seconds on a loaded machine)
+            assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
             time.sleep(rng.uniform(0.05, 0.6))
         finally:
             proc.send_signal(signal.SIGKILL)
