@@ -1,8 +1,15 @@
-"""canal's own Kafka client (canal.client 1.1.7 from Maven Central) for the interop tests.
+"""canal's own code (1.1.7, from Maven Central) for the interop tests: its Kafka client, and its
+server's MQ path.
 
-The jars are resolved once with Maven into ``$SLUICE_CACHE/canal-client-1.1.7/lib`` (as the
-services assemble HBase and Kafka), and ``tests/support/canal/ReadFlat.java`` -- a few lines around
-``KafkaCanalConnector`` in flatMessage mode -- is compiled next to them.
+Each runtime's jars are resolved once with Maven into ``$SLUICE_CACHE/canal-<kind>-1.1.7/lib``
+(as the services assemble HBase and Kafka), and its small launcher from ``tests/support/canal/``
+is compiled next to them:
+
+* ``client``: ``ReadFlat.java`` -- a few lines around ``KafkaCanalConnector`` in flatMessage mode;
+* ``server``: ``EmbeddedCanal.java`` -- an embedded canal instance (``canal.server``,
+  ``canal.instance.manager``) reading the source's binlog, published by canal's own
+  ``CanalKafkaProducer`` (``connector.kafka``), as canal-server does; canal's launcher
+  (``canal.deployer``) is not on Maven Central.
 """
 
 from __future__ import annotations
@@ -15,37 +22,55 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 VERSION = "1.1.7"
-POM = f"""<project><modelVersion>4.0.0</modelVersion><groupId>sluice.local</groupId>
-<artifactId>canal-client-runtime</artifactId><version>{VERSION}</version><packaging>pom</packaging><dependencies>
-<dependency><groupId>com.alibaba.otter</groupId><artifactId>canal.client</artifactId><version>{VERSION}</version></dependency>
-<dependency><groupId>com.alibaba.otter</groupId><artifactId>canal.protocol</artifactId><version>{VERSION}</version></dependency>
-<dependency><groupId>org.apache.kafka</groupId><artifactId>kafka-clients</artifactId><version>3.9.2</version></dependency>
-<dependency><groupId>org.slf4j</groupId><artifactId>slf4j-api</artifactId><version>1.7.36</version></dependency>
-<dependency><groupId>com.alibaba</groupId><artifactId>fastjson</artifactId><version>1.2.83</version></dependency>
+SRC = REPO / "tests" / "support" / "canal"
+
+
+def _dep(group: str, artifact: str, version: str = VERSION) -> str:
+    return f"<dependency><groupId>{group}</groupId><artifactId>{artifact}</artifactId><version>{version}</version>" \
+           "</dependency>"
+
+
+DEPS = {
+    "client": [_dep("com.alibaba.otter", "canal.client"), _dep("com.alibaba.otter", "canal.protocol"),
+               _dep("org.apache.kafka", "kafka-clients", "3.9.2"), _dep("org.slf4j", "slf4j-api", "1.7.36"),
+               _dep("com.alibaba", "fastjson", "1.2.83")],
+    # canal-server's own dependency set: kafka-clients 2.4.0, fastjson2, logback come with them
+    "server": [_dep("com.alibaba.otter", a) for a in ("canal.server", "canal.instance.manager", "canal.protocol",
+                                                        "connector.core", "connector.kafka")],
+}
+MAIN = {"client": "ReadFlat", "server": "EmbeddedCanal"}
+
+
+def _pom(kind: str) -> str:
+    return f"""<project><modelVersion>4.0.0</modelVersion><groupId>sluice.local</groupId>
+<artifactId>canal-{kind}-runtime</artifactId><version>{VERSION}</version><packaging>pom</packaging><dependencies>
+{chr(10).join(DEPS[kind])}
 </dependencies></project>
 """
 
 
-def home() -> Path:
+def home(kind: str = "client") -> Path:
     cache = Path(os.environ.get("SLUICE_CACHE", REPO / ".sluice" / "cache"))
-    return cache / f"canal-client-{VERSION}"
+    return cache / f"canal-{kind}-{VERSION}"
 
 
-def classpath() -> str:
-    """Resolve (once) canal's client jars and compile ReadFlat; the class path to run it."""
-    d = home()
-    src = REPO / "tests" / "support" / "canal" / "ReadFlat.java"
+def classpath(kind: str = "client") -> str:
+    """Resolve (once) the runtime's jars and compile its launcher; the class path to run it."""
+    d = home(kind)
+    src = SRC / f"{MAIN[kind]}.java"
     cls = d / "classes"
-    digest = hashlib.sha256(POM.encode()).hexdigest()
+    pom = _pom(kind)
+    digest = hashlib.sha256(pom.encode()).hexdigest()
     if not (d / ".complete").exists() or (d / ".complete").read_text().strip() != digest:
         d.mkdir(parents=True, exist_ok=True)
-        (d / "pom.xml").write_text(POM)
+        (d / "pom.xml").write_text(pom)
         shutil.rmtree(d / "lib", ignore_errors=True)
         subprocess.run(["mvn", "-q", "-B", "-f", str(d / "pom.xml"), "dependency:copy-dependencies",
                         f"-DoutputDirectory={d / 'lib'}", "-DincludeScope=runtime"], check=True, timeout=1800,
                        capture_output=True)
         (d / ".complete").write_text(digest + "\n")
-    if not (cls / "ReadFlat.class").exists() or (cls / "ReadFlat.class").stat().st_mtime < src.stat().st_mtime:
+    main = cls / f"{MAIN[kind]}.class"
+    if not main.exists() or main.stat().st_mtime < src.stat().st_mtime:
         cls.mkdir(parents=True, exist_ok=True)
         subprocess.run(["javac", "-cp", f"{d / 'lib'}/*", "-d", str(cls), str(src)], check=True, timeout=300,
                        capture_output=True)
@@ -70,3 +95,22 @@ def read_flat(bootstrap: str, topic: str, group: str, expected: int, timeout: fl
     lines = proc.stdout.splitlines()
     assert lines and lines[-1].startswith("DONE\t"), proc.stdout[-2000:] + proc.stderr[-2000:]
     return [ln.split("\t")[1:] for ln in lines if ln.startswith("FLAT\t")]
+
+
+def embedded_canal(props: dict[str, str], workdir: Path, timeout: float = 180,
+                   java_opts: tuple[str, ...] = ()) -> list[list[str]]:
+    """Run canal's server path once (EmbeddedCanal.java) with canal's properties ``props`` (plus
+    ``sluice.until.*`` / ``sluice.idle.seconds`` / ``sluice.max.seconds``); the BATCH lines it printed
+    (batch id, entries, binlog file, end position). Fails with its log's tail unless it exits 0."""
+    cp = classpath("server")
+    path = workdir / "canal.properties"
+    # java.util.Properties escapes: a backslash is written doubled
+    path.write_text("".join(f"{k}={str(v).replace(chr(92), chr(92) * 2)}\n" for k, v in props.items()))
+    proc = subprocess.run(["java", "-Xmx384m", f"-Dlogback.configurationFile={SRC / 'logback.xml'}", *java_opts,
+                           "-cp", cp, "EmbeddedCanal", str(path)], capture_output=True, text=True, timeout=timeout,
+                          cwd=workdir)
+    (workdir / "canal.log").write_text(proc.stderr)
+    lines = proc.stdout.splitlines()
+    if proc.returncode != 0 or not lines or not lines[-1].startswith("DONE\t"):
+        raise AssertionError(f"EmbeddedCanal exit {proc.returncode}:\n{proc.stdout[-2000:]}\n{proc.stderr[-6000:]}")
+    return [ln.split("\t")[1:] for ln in lines if ln.startswith("BATCH\t")]
