@@ -111,27 +111,27 @@ def read_records(topics: Topics, since: int = 0) -> list[tuple[int, dict[str, An
 
 
 def _consume(topics: Topics, since: int, end: int) -> list[tuple[int, dict[str, Any]]]:
+    """The committed records of the batch topic in ``[since, end)``. Read with ``poll``, which
+    returns as soon as a record or the partition's end (EOF event) is there: ``consume(n)`` waits
+    for ``n`` records or its whole timeout, and a range holds fewer records than offsets
+    (transaction markers, aborted records)."""
     c = consumer(topics)
     out: list[tuple[int, dict[str, Any]]] = []
     try:
         c.assign([TopicPartition(topics.batch_topic, 0, since)])
         while True:
-            msgs = c.consume(500, timeout=10.0)
-            if not msgs:
+            m = c.poll(10.0)
+            if m is None:
                 raise StoreError(f"Kafka store: no answer reading {topics.batch_topic} from offset {since}")
-            done = False
-            for m in msgs:
-                err = m.error()
-                if err is not None:
-                    if err.code() == KafkaError._PARTITION_EOF:
-                        done = True
-                        break
-                    raise fail(KafkaException(err), f"read {topics.batch_topic}", topics)
-                if m.offset() >= end:
-                    done = True
-                    break
-                out.append((m.offset(), decode(m.value(), topics.batch_topic, m.offset())))
-            if done or (out and out[-1][0] >= end - 1):
+            err = m.error()
+            if err is not None:
+                if err.code() == KafkaError._PARTITION_EOF:
+                    return out
+                raise fail(KafkaException(err), f"read {topics.batch_topic}", topics)
+            if m.offset() >= end:
+                return out
+            out.append((m.offset(), decode(m.value(), topics.batch_topic, m.offset())))
+            if m.offset() >= end - 1:
                 return out
     except KafkaException as e:
         raise fail(e, f"read {topics.batch_topic}", topics) from None
