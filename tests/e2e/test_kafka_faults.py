@@ -130,15 +130,15 @@ def test_kill_capture_mid_produce_resumes_exactly(dep, mariadb, mariadb_target, 
 
 def test_broker_restart_during_capture_and_sync(dep, mariadb, mariadb_target, tmp_path):
     d = dep
-    load = sysbench.start(mariadb, d["db"], seconds=20, threads=2, tables=2, table_size=500)
+    load = sysbench.start(mariadb, d["db"], seconds=12, threads=2, tables=2, table_size=500)
     cap = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "capture", "--config", str(d["cfg"]), "--follow"],
                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
-        time.sleep(6)
+        time.sleep(4)
         subprocess.run([sys.executable, str(REPO / "scripts" / "services"), "restart", "kafka"], check=True,
                        capture_output=True, timeout=300)
         load.wait(120)
-        time.sleep(8)
+        time.sleep(4)
     finally:
         cap.send_signal(signal.SIGINT)
         try:

@@ -73,7 +73,7 @@ def _describe(kafka: dict, group: str) -> str:
 
 def test_sysbench_through_kafka_verifies_equal(deployment, mariadb, mariadb_target):
     d = deployment
-    sysbench.run(mariadb, d["db"], seconds=6, threads=4, tables=3, table_size=1000)
+    sysbench.run(mariadb, d["db"], seconds=3, threads=2, tables=3, table_size=1000)
     with sysbench.connect(mariadb, d["db"]) as c, c.cursor() as cur:  # a key change and a DDL mid-stream
         cur.execute("UPDATE sbtest1 SET id = id + 1000000 WHERE id % 97 = 0")
         cur.execute("ALTER TABLE sbtest2 ADD COLUMN note VARCHAR(20) DEFAULT 'x'")
@@ -117,7 +117,7 @@ def test_replay_everything_changes_nothing(deployment, mariadb, mariadb_target):
 
 def test_kill_job_mid_apply_acks_nothing_and_rerun_converges(deployment, mariadb, mariadb_target, tmp_path):
     d = deployment
-    sysbench.run(mariadb, d["db"], seconds=3, threads=4, tables=3, table_size=1000)
+    sysbench.run(mariadb, d["db"], seconds=2, threads=2, tables=3, table_size=1000)
     sluice("capture", "--config", str(d["cfg"]), "--once")
     before = _cursor(d["cfg"])
     marker = tmp_path / "paused"

@@ -149,7 +149,7 @@ def test_cron_runs_on_the_cluster_converge_and_report(deployment, mariadb, maria
     page = d["tmp"] / "report.html"
     sluice("report", "--config", cfg, "--out", str(page))
     html = page.read_text()
-    assert html.count("<svg") == 3 and last["run"] in html and "http" not in html.replace(
+    assert html.count("<svg") == 4 and last["run"] in html and "http" not in html.replace(
         'xmlns="http://www.w3.org/2000/svg"', "")
 
 
