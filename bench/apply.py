@@ -86,6 +86,10 @@ def main() -> int:
                     help="kafka: also run the job with the Kafka store (the `kafka` service), same data, and compare")
     ap.add_argument("--record", action="store_true", help="append the result to docs/benchmarks.md")
     args = ap.parse_args()
+    if args.store == "kafka":
+        from pipeline.store.kafka.sparkjars import kafka_jars
+
+        common.SESSION_JARS = kafka_jars()
     svc = services()
     src, dst = svc["mariadb"], svc["mariadb-target"]
     common.create_source_table(src, "bench_src", DDL.format(t="bench_src.t"))

@@ -107,11 +107,17 @@ def write_deployment(tmp: Path, src: dict[str, Any], adapter: dict[str, Any], ma
     return tmp / "sluice.yml"
 
 
+#: jars for every session a benchmark starts: a later session in the same JVM cannot add a
+#: data source (the Kafka connector) that the first one lacked, so a run comparing the file and
+#: Kafka stores sets this before its first session
+SESSION_JARS: list[str] | None = None
+
+
 def open_job(cfg_path: Path, app_name: str) -> tuple[Any, BatchStore]:
     """The SparkSession of the deployment (started here, outside any timing) and its store."""
     cfg = load_config(cfg_path)
     store = open_store(cfg)
-    return get_spark(cfg.spark, app_name, jars=store_jars(cfg)), store
+    return get_spark(cfg.spark, app_name, jars=SESSION_JARS or store_jars(cfg)), store
 
 
 def timed_sync(cfg_path: Path, spark: Any, store: BatchStore, partitions: int) -> tuple[float, SyncSummary]:

@@ -76,7 +76,11 @@ def ensure_topics(topics: Topics, names: list[str], partitions: dict[str, int]) 
         existing = client.list_topics(timeout=TIMEOUT).topics
     except KafkaException as e:
         raise fail(e, "list topics", topics) from None
-    new = [NewTopic(n, num_partitions=partitions.get(n, topics.partitions), replication_factor=topics.replication)
+    from pipeline.store.kafka.producer import MAX_MESSAGE
+
+    # max.message.bytes: a record (one Dml of a multi-row statement) may exceed the broker's 1 MiB default
+    new = [NewTopic(n, num_partitions=partitions.get(n, topics.partitions), replication_factor=topics.replication,
+                    config={"max.message.bytes": str(MAX_MESSAGE)})
            for n in names if n not in existing]
     if not new:
         return

@@ -30,6 +30,10 @@ from .routing import Router
 
 log = get_logger("capture")
 MAX_MESSAGE = 64 * 1024 * 1024
+#: one produce batch (uncompressed): below the broker's default max.message.bytes (1 MiB), which a
+#: larger batch exceeded once lz4 could not shrink it enough (MSG_SIZE_TOO_LARGE, the batch aborted);
+#: a single record above it is sent alone and fits the topics capture creates (MAX_MESSAGE)
+BATCH_BYTES = 900_000
 _ES = re.compile(rb'"es":(\d+)')
 
 
@@ -62,7 +66,7 @@ class BatchProducer:
         self._known = {self.topics.batch_topic, self.topics.topic}
         self._p = Producer(self.topics.settings(**{
             "transactional.id": self.tid, "enable.idempotence": True, "acks": "all",
-            "linger.ms": 20, "batch.size": 4 * 1024 * 1024, "message.max.bytes": MAX_MESSAGE,
+            "linger.ms": 20, "batch.size": BATCH_BYTES, "message.max.bytes": MAX_MESSAGE,
             "queue.buffering.max.messages": 1_000_000, "queue.buffering.max.kbytes": 2 * 1024 * 1024,
             "transaction.timeout.ms": 120_000, "compression.type": "lz4"}))
         try:
