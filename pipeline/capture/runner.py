@@ -72,9 +72,9 @@ def run_capture(cfg: Config, *, follow: bool = False, max_batches: int | None = 
     --follow`` captures every second)."""
     src = cfg.source
     register_secret(src.password.reveal())
-    store = open_store(cfg)
-    store.check_writable()
+    store = open_store(cfg)  # imports the store's module (e.g. the Kafka client): start-up, not capture
     t0 = time.monotonic()
+    store.check_writable()
     with store.capture_lock():
         conn = connect(src)
         try:

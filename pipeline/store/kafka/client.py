@@ -65,8 +65,16 @@ def fail(e: BaseException, what: str, topics: Topics) -> BaseException:
     return StoreError(msg, hint="check store.kafka in the config and the broker's logs")
 
 
+_ADMINS: dict[Topics, AdminClient] = {}
+
+
 def admin(topics: Topics) -> AdminClient:
-    return AdminClient(topics.settings())
+    """The process's admin client for these settings, made once: a new client per call paid a
+    metadata round trip each time and, now and then, a 3 s wait before its first request."""
+    client = _ADMINS.get(topics)
+    if client is None:
+        client = _ADMINS[topics] = AdminClient(topics.settings())
+    return client
 
 
 def ensure_topics(topics: Topics, names: list[str], partitions: dict[str, int]) -> None:
@@ -124,7 +132,8 @@ def consumer(topics: Topics, group: str | None = None) -> Consumer:
     """A read-committed consumer without auto-commit (``group``: for committed offsets)."""
     return Consumer(topics.settings(**{"group.id": group or "sluice-reader", "enable.auto.commit": False,
                                        "isolation.level": "read_committed", "enable.partition.eof": True,
-                                       "auto.offset.reset": "error"}))
+                                       "auto.offset.reset": "error",
+                                       "fetch.wait.max.ms": 10}))
 
 
 def committed(topics: Topics, group: str, tps: list[tuple[str, int]]) -> dict[tuple[str, int], tuple[int, str]]:
