@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 import time
-from json.decoder import scanstring
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Producer
@@ -34,16 +34,10 @@ MAX_MESSAGE = 64 * 1024 * 1024
 #: larger batch exceeded once lz4 could not shrink it enough (MSG_SIZE_TOO_LARGE, the batch aborted);
 #: a single record above it is sent alone and fits the topics capture creates (MAX_MESSAGE)
 BATCH_BYTES = 900_000
+#: the producer's local queue (messages), and the slice one ``produce_batch`` call queues
+QUEUE_MESSAGES = 1_000_000
+CHUNK = 10_000
 _ES = re.compile(rb'"es":(\d+)')
-
-
-def _peek(line: bytes, key: bytes) -> str:
-    """The string value of a top-level key near the start of an encoded record (database, table)."""
-    i = line.find(b'"%s":"' % key)
-    if i < 0:
-        return ""
-    i += len(key) + 4
-    return scanstring(line[i:i + 1024].decode("utf-8", "replace"), 0)[0]
 
 
 class BatchProducer:
@@ -53,29 +47,61 @@ class BatchProducer:
         self.topics, self.router, self.tid = topics, router, transactional_id
         self._p: Producer | None = None
         self._known: set[str] = set()
+        self._init: threading.Thread | None = None
+        self._init_error: KafkaException | None = None
+        self._check: Any = None
         # fault-injection for the crash tests (SLUICE_TEST_KAFKA_PAUSE_AT / _MARKER): after producing that many
         # records of a batch (inside its transaction) write the marker file and wait to be killed
         pause = os.environ.get("SLUICE_TEST_KAFKA_PAUSE_AT")
         self._pause_at = int(pause) if pause else -1
         self._marker = os.environ.get("SLUICE_TEST_KAFKA_PAUSE_MARKER")
 
-    def open(self) -> None:
+    def open(self, *, wait: bool = True, check: Any = None) -> None:
         """Create the producer and ``init_transactions``: fences an older producer with the same
-        id and aborts its open transaction, so what a killed capture left is never visible."""
+        id and aborts its open transaction, so what a killed capture left is never visible.
+        ``wait=False``: ``init_transactions`` (a few hundred ms) runs in a thread while capture
+        starts reading; the first publish waits for it and then calls ``check`` (the store's proof
+        that no other producer published between its resume read and the fence)."""
         ensure_topics(self.topics, [self.topics.batch_topic, self.topics.topic], {self.topics.batch_topic: 1})
         self._known = {self.topics.batch_topic, self.topics.topic}
         self._p = Producer(self.topics.settings(**{
             "transactional.id": self.tid, "enable.idempotence": True, "acks": "all",
             "linger.ms": 20, "batch.size": BATCH_BYTES, "message.max.bytes": MAX_MESSAGE,
-            "queue.buffering.max.messages": 1_000_000, "queue.buffering.max.kbytes": 2 * 1024 * 1024,
+            "queue.buffering.max.messages": QUEUE_MESSAGES, "queue.buffering.max.kbytes": 2 * 1024 * 1024,
             "transaction.timeout.ms": 120_000, "compression.type": "lz4"}))
+        self._init_error = None
+        self._check = check
+        self._init = threading.Thread(target=self._init_transactions, args=(self._p,), name="kafka-init", daemon=True)
+        self._init.start()
+        if wait:
+            self._ready()
+
+    def _init_transactions(self, p: Producer) -> None:
         try:
-            self._p.init_transactions(TIMEOUT * 2)
+            p.init_transactions(TIMEOUT * 2)
         except KafkaException as e:
-            self._p = None
-            raise fail(e, "start the transactional producer", self.topics) from None
+            self._init_error = e
+
+    def _ready(self) -> Producer:
+        """The producer, once ``init_transactions`` finished (raises what it or ``check`` raised)."""
+        if self._init is not None:
+            self._init.join()
+            self._init = None
+            if self._init_error is not None:
+                e, self._init_error, self._p = self._init_error, None, None
+                raise fail(e, "start the transactional producer", self.topics) from None
+            check, self._check = self._check, None
+            if check is not None:
+                check()
+        if self._p is None:
+            self.open()
+        assert self._p is not None
+        return self._p
 
     def close(self) -> None:
+        if self._init is not None:
+            self._init.join(TIMEOUT * 2)
+            self._init = None
         if self._p is not None:
             try:
                 self._p.flush(5)
@@ -85,14 +111,8 @@ class BatchProducer:
     def publish(self, store_id: str, batch_id: int, lines: list[bytes], rows: int, ddl: tuple[int, ...],
                 start: dict[str, Any], end: dict[str, Any], split: bool, before: Offsets) -> KafkaBatch:
         """One batch, one transaction; returns its batch (with the offsets after it)."""
-        if self._p is None:
-            self.open()
-        p = self._p
-        assert p is not None
-        placed, ddl_set = self._place(lines, batch_id, set(ddl))
+        p = self._ready()
         last: dict[tuple[str, int], int] = {}
-        for key in {(t, part) for t, part, _, _ in placed}:
-            last[key] = -1
         marks: dict[int, tuple[str, int, int]] = {}
         errors: list[KafkaError] = []
 
@@ -105,22 +125,19 @@ class BatchProducer:
             if seq is not None:
                 marks[seq] = (msg.topic(), msg.partition(), msg.offset())
 
-        final = {}
-        for i, (t, part, _, _) in enumerate(placed):
-            final[(t, part)] = i
+        # DDL records report their offsets (the batch record lists them: ddl_at)
+        by_partition = self._place(lines, batch_id, set(ddl), lambda seq: lambda err, msg: remember(err, msg, seq))
+
         size = 0
         try:
             p.begin_transaction()
-            for i, (t, part, seq, value) in enumerate(placed):
-                if i == self._pause_at:
-                    self._pause(p)
-                size += len(value)
-                cb = None
-                if seq in ddl_set:
-                    cb = (lambda s: lambda err, msg: remember(err, msg, s))(seq)
-                elif final[(t, part)] == i:
-                    cb = remember
-                self._produce(p, t, part, value, cb)
+            produced = 0
+            for (topic, part), messages in by_partition.items():
+                size += sum(len(m["value"]) for m in messages)
+                last[(topic, part)] = -1  # the offset after the batch: its last record's (delivery report)
+                if "callback" not in messages[-1]:
+                    messages[-1]["callback"] = remember
+                produced = self._produce_many(p, topic, part, messages, produced)
             self._flush(p)
             if errors:
                 raise KafkaException(errors[0])
@@ -146,10 +163,7 @@ class BatchProducer:
         return to_batch(body, meta_offset[0])
 
     def publish_start(self, store_id: str, after_batch: int, position: dict, forced: bool, offsets: Offsets) -> None:
-        if self._p is None:
-            self.open()
-        p = self._p
-        assert p is not None
+        p = self._ready()
         try:
             p.begin_transaction()
             self._produce(p, self.topics.batch_topic, 0,
@@ -160,18 +174,51 @@ class BatchProducer:
             self._abandon(p)
             raise fail(e, "record the start position", self.topics) from None
 
-    def _place(self, lines: list[bytes], batch_id: int, ddl: set[int]) -> tuple[list, set[int]]:
-        out = []
-        for seq, line in enumerate(lines):
-            db, table = _peek(line, b"database"), _peek(line, b"table")
-            topic = self.router.topic_for(db, table)
+    def _place(self, lines: list[bytes], batch_id: int, ddl: set[int], mark: Any
+               ) -> dict[tuple[str, int], list[dict[str, Any]]]:
+        """The batch's messages per topic and partition, in order (``produce_batch`` dicts: the value,
+        and a delivery callback for DDL records, whose offsets the batch record lists)."""
+        out: dict[tuple[str, int], list[dict[str, Any]]] = {}
+        for seq, (topic, placed) in enumerate(self.router.route_all(lines, ddl)):
             if topic not in self._known:
                 ensure_topics(self.topics, [topic], {})
                 self._known.add(topic)
             suffix = b',"batchId":%d,"seq":%d}' % (batch_id, seq)
-            for part, rec in self.router.place(line, db, table, seq in ddl):
-                out.append((topic, part, seq, rec + suffix))
-        return out, ddl
+            for part, rec in placed:
+                m = {"value": rec + suffix}
+                if seq in ddl:
+                    m["callback"] = mark(seq)
+                messages = out.get((topic, part))
+                if messages is None:
+                    messages = out[(topic, part)] = []
+                messages.append(m)
+        return out
+
+    def _produce_many(self, p: Producer, topic: str, part: int, messages: list[dict[str, Any]], produced: int) -> int:
+        """Queue ``messages`` in order to one partition with ``produce_batch`` (its per-message
+        ``partition`` is not honoured by confluent-kafka 2.16: the partition is the call's), in
+        slices that always fit the local queue (so no slice is refused half-way, which could
+        reorder a retry); returns the count produced so far in this batch (the crash tests' pause
+        point counts them)."""
+        i = 0
+        while i < len(messages):
+            n = min(len(messages) - i, CHUNK)
+            if produced <= self._pause_at < produced + n:
+                n = self._pause_at - produced
+                if n == 0:
+                    self._pause(p)
+                    self._pause_at = -1
+                    continue
+            while len(p) + n > QUEUE_MESSAGES:
+                p.poll(0.05)  # librdkafka sends; delivery reports free the queue
+            chunk = messages[i:i + n]
+            queued = p.produce_batch(topic, chunk, partition=part)
+            if queued < n:
+                err = next((m["_error"] for m in chunk if "_error" in m), None)
+                raise KafkaException(err if isinstance(err, KafkaError) else KafkaError(KafkaError._QUEUE_FULL))
+            i += n
+            produced += n
+        return produced
 
     @staticmethod
     def _produce(p: Producer, topic: str, part: int, value: bytes, cb: Any) -> None:

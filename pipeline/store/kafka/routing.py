@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -108,27 +109,67 @@ class Router:
                 return r
         return None
 
-    def place(self, line: bytes, database: str, table: str, is_ddl: bool) -> list[tuple[int, bytes]]:
-        """``[(partition, record)]`` for one encoded record (``line``: its JSON without the closing
-        ``}``); usually the record itself on one partition, split records for a key hash."""
+    def route_all(self, lines: list[bytes], ddl: set[int]) -> list[tuple[str, list[tuple[int, bytes]]]]:
+        """:meth:`route` of every record of a batch (``ddl``: the indexes of DDL records); the
+        native scanner (``sluice_binlog.kafka_route``, the same hashes) when it is built, this
+        module for the records it leaves (rows on several partitions) and without it."""
+        if self.partitions == 1 and not self.dynamic:
+            return [(self.topic, [(0, line)]) for line in lines]
+        native = _native_route()
+        if native is None:
+            return [self.route(line, i in ddl) for i, line in enumerate(lines)]
+        tables, placed = native(lines, ddl, self.partitions, self.database_hash, self._resolve)
+        topics = [self.topic_for(db, table) for db, table in tables]
+        return [(topics[t], [(part, lines[i])]) if t >= 0 and part >= 0 else self.route(lines[i], i in ddl)
+                for i, (t, part) in enumerate(placed)]
+
+    def _resolve(self, database: str, table: str) -> tuple[int, list[str] | None]:
+        """The native scanner's rule of a table: (0, None) partition 0, (1, None) the table's hash,
+        (2, columns) the key columns' hash (None: the record's pkNames)."""
+        rule = self.rule_for(database, table)
+        if rule is None:
+            return 0, None
+        if rule.table_hash:
+            return 1, None
+        return 2, None if rule.auto_pk else list(rule.columns)
+
+    def route(self, line: bytes, is_ddl: bool) -> tuple[str, list[tuple[int, bytes]]]:
+        """The topic and ``[(partition, record)]`` of one encoded record (``line``: its JSON
+        without the closing ``}``): usually the record itself on one partition, split records for
+        a key hash whose rows land on different partitions. One parse per record, none when there
+        is one partition and no dynamic topic."""
+        if self.partitions == 1 and not self.dynamic:
+            return self.topic, [(0, line)]
+        rec = orjson.loads(line + b"}")
+        database, table = rec.get("database") or "", rec.get("table") or ""
+        return self.topic_for(database, table), self.place(line, rec, database, table, is_ddl)
+
+    def place(self, line: bytes, rec: dict, database: str, table: str, is_ddl: bool) -> list[tuple[int, bytes]]:
+        """``[(partition, record)]`` for one decoded record (see :meth:`route`)."""
         rule = None if is_ddl else self.rule_for(database, table)
         if rule is None:
             return [(0, line)]
         n = self.partitions
         if rule.table_hash:
-            return [(abs(abs(java_hash(table)) % n), line)]
-        rec = orjson.loads(line + b"}")
+            return [(abs(abs(_cached_hash(table)) % n), line)]
         rows = rec.get("data") or []
         if not rows:
             return [(0, line)]
         cols = rec.get("pkNames") or () if rule.auto_pk else rule.columns
-        base = java_hash(database) if self.database_hash else 0
+        base = _cached_hash(database) if self.database_hash else 0
+        if len(rows) == 1:  # the common case: one row, one partition
+            h = base
+            row = rows[0]
+            for c in cols:
+                v = row.get(c)
+                h ^= java_hash(v) if v else 0
+            return [(abs(abs(h) % n), line)]
         parts = []
         for row in rows:
             h = base
             for c in cols:
                 v = row.get(c)
-                h ^= java_hash(v if v is not None else "")
+                h ^= java_hash(v) if v else 0
             parts.append(abs(abs(h) % n))
         if parts.count(parts[0]) == len(parts):
             return [(parts[0], line)]
@@ -143,3 +184,22 @@ class Router:
             sub["rowNo"] = idx
             out.append((p, orjson.dumps(sub)[:-1]))
         return out
+
+
+@lru_cache(maxsize=1)
+def _native_route():  # noqa: ANN202 - the extension's function, or None
+    """``sluice_binlog.kafka_route`` when the native extension is built and not turned off
+    (``SLUICE_CAPTURE_NATIVE=0``, as for capture's decoder)."""
+    if os.environ.get("SLUICE_CAPTURE_NATIVE", "1").lower() in ("0", "false", "no", "off"):
+        return None
+    try:
+        import sluice_binlog
+    except ImportError:
+        return None
+    return getattr(sluice_binlog, "kafka_route", None)
+
+
+@lru_cache(maxsize=4096)
+def _cached_hash(text: str) -> int:
+    """:func:`java_hash` of a repeated name (database, table)."""
+    return java_hash(text)

@@ -54,6 +54,7 @@ class KafkaStore:
         self._handed: dict[str, int] = {}
         self._metas: dict[int, KafkaBatch] = {}
         self._read_to = 0  # batch topic offsets read into _metas
+        self._tail: dict[str, Any] | None = None  # while capture holds the lock: the position after the last record
 
     def __repr__(self) -> str:
         return f"KafkaStore({self.topics.bootstrap!r}, {self.topics.topic!r})"
@@ -99,17 +100,28 @@ class KafkaStore:
                             self.cfg.store.kafka.partitionHash, self.cfg.store.kafka.databaseHash)
             self._producer = BatchProducer(self.topics, router, f"sluice-capture.{self.cfg.source.name}."
                                            f"{self.topics.topic}")
-            self._producer.open()
+            last = None
+
+            def fenced() -> None:  # after init_transactions: nobody published since we read the tail
+                again = records.last_record(self.topics)
+                if (again and again[0]) != (last and last[0]):
+                    raise StoreError(f"{self.topics.batch_topic}: another capture published batch records while this "
+                                     "one started (a second capture of this source on another machine?)",
+                                     hint="run only one capture per source; run again to resume after its batches")
+
+            self._producer.open(wait=False, check=fenced)  # the fence runs while capture starts reading
             last = records.last_record(self.topics)
             body = last[1] if last else {}
             self._id = str(body.get("storeId") or uuid.uuid4().hex)
             self._next_id = int(body.get("batchId", body.get("afterBatch", 0))) + 1
             self._offsets = records.offsets_of(body.get("to"))
+            self._tail = self._position_of(body) if last else None
             held.cleaned = []
             self._capture = held
             yield held
         finally:
             self._capture = None
+            self._tail = None
             if self._producer is not None:
                 self._producer.close()
                 self._producer = None
@@ -129,6 +141,7 @@ class KafkaStore:
         batch = producer.publish(self.store_id, self._next_id, lines, rows, ddl, start, end, split, self._offsets)
         self._offsets = dict(batch.end_offsets)
         self._next_id += 1
+        self._tail = dict(end)
         return batch
 
     def append(self, recs: Iterable[dict[str, Any]], *, start: dict[str, Any], end: dict[str, Any],
@@ -144,10 +157,13 @@ class KafkaStore:
         return self.append_lines(lines, rows=rows, ddl=tuple(ddl), start=start, end=end, split=split)
 
     def last_position(self) -> dict[str, Any] | None:
+        if self._capture is not None and self._tail is not None:
+            return dict(self._tail)  # capture holds the only producer: what it wrote last is the tail
         last = records.last_record(self.topics) if self.topics.written_by == "sluice" else None
-        if last is None:
-            return None
-        body = last[1]
+        return self._position_of(last[1]) if last else None
+
+    @staticmethod
+    def _position_of(body: dict[str, Any]) -> dict[str, Any]:
         return dict(body["end"] if body["kind"] == "batch" else body["position"])
 
     def set_start_position(self, pos: dict[str, Any], force: bool = False) -> None:
@@ -158,6 +174,7 @@ class KafkaStore:
             raise StoreError(f"{self.topics.batch_topic}: the store already has a position; capture would resume at "
                              f"{json.dumps(current, sort_keys=True)}", hint="pass force=True to move it")
         producer.publish_start(self.store_id, self._next_id - 1, pos, force, self._offsets)
+        self._tail = dict(pos)
 
     # ---- batches -------------------------------------------------------------------------
     def _refresh(self) -> None:

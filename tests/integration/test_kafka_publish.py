@@ -1,0 +1,91 @@
+"""Capture's Kafka producer against the real broker: every record on the partition canal's hash
+gives it, in order, and the batch record's offsets and DDL marks exactly where the records are.
+
+A record on another partition than the router's, or an offset range that misses one, loses rows
+silently downstream (the job reads the batch record's ranges), so this reads the topic back and
+checks every record.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import uuid
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+from pipeline.config import load_config
+from pipeline.store import open_store
+from pipeline.store.kafka import routing
+from tests.support.deploy import kafka_store, write_deployment
+
+POS = {"logfile": "mysql-bin.000001", "logpos": 4}
+
+
+def _records(rng: random.Random, db: str, n: int) -> list[dict]:
+    out = []
+    for i in range(n):
+        if i % 50 == 7:
+            out.append({"database": db, "table": "t", "isDdl": True, "type": "ALTER", "sql": "ALTER TABLE t ADD c INT",
+                        "data": None, "es": 1, "ts": 2})
+            continue
+        rows = [{"id": str(rng.randint(1, 500)), "v": rng.choice(["é", "x", None])}
+                for _ in range(rng.choice([1, 1, 1, 3]))]
+        out.append({"id": i, "database": db, "table": rng.choice(["t", "u"]), "pkNames": ["id"], "isDdl": False,
+                    "type": "UPDATE", "es": 1, "ts": 2, "sql": "", "data": rows, "old": [{"v": "o"} for _ in rows]})
+    return out
+
+
+def _read(bootstrap: str, topic: str, partitions: int) -> dict[int, list[tuple[int, dict]]]:
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"t-{uuid.uuid4().hex}", "enable.partition.eof": True,
+                  "isolation.level": "read_committed"})
+    got: dict[int, list[tuple[int, dict]]] = {p: [] for p in range(partitions)}
+    c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    eof = set()
+    try:
+        while len(eof) < partitions:
+            m = c.poll(10)
+            assert m is not None, "no answer from the broker"
+            if m.error():
+                assert m.error().code() == KafkaError._PARTITION_EOF, m.error()
+                eof.add(m.partition())
+                continue
+            got[m.partition()].append((m.offset(), json.loads(m.value())))
+    finally:
+        c.close()
+    return got
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["native-router", "python-router"])
+def test_every_record_on_its_hashed_partition_and_the_batch_offsets_exact(tmp_path, mariadb, kafka, monkeypatch,
+                                                                         native):
+    if not native:
+        monkeypatch.setattr(routing, "_native_route", lambda: None)
+    db, parts = f"kp_{uuid.uuid4().hex[:6]}", 3
+    cfg = load_config(write_deployment(tmp_path, mariadb, name=db, include=rf"{db}\..*", groups=[], mappings={},
+                                       kafka=kafka_store(kafka, db, partitionsNum=parts, partitionHash=rf"{db}\..*:$pk$")))
+    store = open_store(cfg)
+    rng = random.Random(7)
+    batches = [_records(rng, db, 400) for _ in range(3)]
+    with store.capture_lock():
+        store.set_start_position(POS)
+        metas = [store.append(recs, start=POS, end={**POS, "logpos": 5 + i}) for i, recs in enumerate(batches)]
+    got = _read(kafka["bootstrap"], db, parts)
+    router = routing.Router(db, None, parts, rf"{db}\..*:$pk$")
+    for b, recs in enumerate(batches, start=1):
+        meta = metas[b - 1]
+        for seq, rec in enumerate(recs):
+            line = json.dumps(rec, ensure_ascii=False, separators=(",", ":")).encode()[:-1]
+            _, placed = router.route(line, bool(rec.get("isDdl")))
+            for part, _ in placed:
+                mine = [r for _, r in got[part] if r["batchId"] == b and r["seq"] == seq]
+                assert len(mine) == 1, (b, seq, part)
+        for p in range(parts):  # the batch's range on each partition holds exactly its records
+            lo, hi = meta.start_offsets.get((db, p), 0), meta.end_offsets.get((db, p), 0)
+            inside = [r for off, r in got[p] if lo <= off < hi]
+            assert inside and all(r["batchId"] == b for r in inside), (b, p, lo, hi)
+            assert [r["seq"] for r in inside] == sorted(r["seq"] for r in inside)  # in order within a partition
+            assert not [r for off, r in got[p] if r["batchId"] == b and not lo <= off < hi]
+        for seq, _topic, p, off in meta.ddl_at:  # DDL marks point at the DDL records
+            assert dict(got[p])[off]["isDdl"] and dict(got[p])[off]["seq"] == seq
