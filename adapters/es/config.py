@@ -203,9 +203,9 @@ def sources_of(cfg: Any) -> tuple[tuple[tuple[str, SourceDb], ...], SourceDb | N
     return tuple(out), default
 
 
-def target_from_adapter(adapter: Any, file: str, key: str, cfg: Any = None,
-                        product: str = "elasticsearch") -> EsTarget:
-    """The target of one ``outerAdapters`` entry; errors name ``file`` and ``key``."""
+def target_of(adapter: Any, file: str, key: str, cfg: Any = None, product: str = "elasticsearch") -> EsTarget:
+    """The target of one ``outerAdapters`` entry for ``product`` (elasticsearch, opensearch);
+    errors name ``file`` and ``key``."""
     props = dict(getattr(adapter, "properties", None) or {})
     where = f"{key}.properties"
     mode = str(props.get("mode", "rest")).lower()

@@ -24,10 +24,10 @@ from adapters.base import Change, DdlChange, Writer
 from adapters.rdb import ddl as ddl_mod
 from adapters.rdb.check import check_cascades, check_mapping
 from adapters.rdb.chunk import ChunkApply
+from adapters.rdb.client import engine_for
 from adapters.rdb.config import RdbTable, RdbTarget
 from adapters.rdb.ddl import applied_after
 from adapters.rdb.dialects import dialect_of
-from adapters.rdb.engine import engine_for
 from adapters.rdb.errors import classify, connect_error
 from adapters.rdb.plan import Plan, build_plan
 from adapters.rdb.progress import Progress

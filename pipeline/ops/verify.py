@@ -119,7 +119,7 @@ def _first_line(e: BaseException) -> str:
 
 
 def _verify_rdb(src_conn: Any, mapping: Any, target: Any, chunk: int, recheck: float) -> list[TableDiff]:
-    from adapters.rdb.engine import engine_for
+    from adapters.rdb.client import engine_for
 
     with src_conn.cursor() as cur:
         pairs = pairs_for(cur, mapping)

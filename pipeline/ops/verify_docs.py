@@ -31,7 +31,7 @@ from .verify_rdb import TableDiff, source_columns
 def verify_es(mapping: Any, target: Any, sample: int) -> TableDiff:
     from adapters.es import bulk, requery
     from adapters.es.chunk import ChunkApplier
-    from adapters.es.documents import doc_plan
+    from adapters.es.plan import doc_plan
     from adapters.es.values import default_json
 
     t0 = time.monotonic()
@@ -94,8 +94,8 @@ def verify_es(mapping: Any, target: Any, sample: int) -> TableDiff:
 
 
 def verify_hbase(src_conn: Any, mapping: Any, target: Any, sample: int) -> TableDiff:
-    from adapters.hbase.connection import connect
-    from adapters.hbase.rows import MappingPlan
+    from adapters.hbase.client import connect
+    from adapters.hbase.plan import MappingPlan
 
     t0 = time.monotonic()
     spec = mapping.spec

@@ -11,8 +11,8 @@ from types import SimpleNamespace
 import certifi
 import pytest
 
-from adapters.es.config import target_from_adapter as es_target
-from adapters.opensearch.config import target_from_adapter as os_target
+from adapters.es.factory import target_from_adapter as es_target
+from adapters.opensearch.factory import target_from_adapter as os_target
 from adapters.rdb import RdbTarget
 from adapters.rdb.dialects import connect_args
 from pipeline.config import parse_config
