@@ -92,6 +92,21 @@ class ApplyStats:
         return {n: dict(getattr(self, n)) for n in self.KINDS}
 
 
+@dataclass
+class SampleCheck:
+    """What an adapter's verify.py found for one mapping whose target holds documents/rows built
+    from the source (counts on both sides, a sample compared); ``sluice verify`` reports it."""
+
+    source: str = ""  # the source table (or query) compared
+    source_rows: int = 0
+    target_rows: int = 0
+    sampled: int = 0
+    missing: list = field(default_factory=list)  # sampled keys the target lacks
+    changed: list = field(default_factory=list)  # sampled keys the target holds differently
+    #: said when the counts differ but the sample matched
+    count_note: str = ""
+
+
 class Writer(abc.ABC):
     """One open connection to one target, applying the changes of its mappings."""
 

@@ -284,6 +284,17 @@ class ChunkApplier:
         elif p.joins_of(ch.database, ch.table, default_db):
             self._index_query([], None, f"re-querying all of {p.file} after TRUNCATE of {ch.table}")
 
+    # -- verify (adapters/es/verify.py) ---------------------------------------------------------
+    def for_verify(self) -> tuple[Any, str | None]:
+        """Read the index's field types (as :meth:`run` does); the source data source and the
+        database the mapping SQL runs in."""
+        self._types = bulk.field_types(self.target, self.plan.index)
+        return self._source(), self.plan.main_schema or self._database()
+
+    def document(self, names: list[str], codes: list[int], row: tuple) -> Action:
+        """The action this adapter writes for one row of the mapping SQL."""
+        return self._db_doc(names, codes, row)
+
     # -- sources ------------------------------------------------------------------------------
     def _source(self):
         if self._src is None:
