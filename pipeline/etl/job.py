@@ -6,7 +6,7 @@ Driver: resolve the tables of the chosen mappings, split each into key ranges
 n partitions of one id each, ``mapInArrow`` runs the loader). Executors: page through the
 range by key (:class:`~pipeline.etl.plan.TableLoad`), turn each row into
 ``Change(kind="UPSERT")`` with capture's value strings, and apply chunks of ``commitBatch``
-through :class:`pipeline.job.partition._PartitionRun` (writers from the registry, one
+through :class:`pipeline.job.chunks.ChunkRunner` (writers from the registry, one
 transaction per chunk, transient errors retried with backoff). A broken source connection
 is reopened and the range continues after the last key read.
 
@@ -33,8 +33,9 @@ from pipeline.errors import SluiceError, TransientError
 from pipeline.etl import source as S
 from pipeline.etl.plan import TableLoad, table_loads
 from pipeline.etl.values import row_decoder
+from pipeline.job.chunks import ChunkRunner
 from pipeline.job.group import GroupPlan
-from pipeline.job.partition import RESULT_ARROW, JobContext, _PartitionRun
+from pipeline.job.partition import RESULT_ARROW, JobContext
 from pipeline.job.schema import RESULT_SCHEMA
 from pipeline.logs import get_logger
 
@@ -222,7 +223,7 @@ def _load_unit(ctx: EtlContext, unit: Unit, pid: int) -> dict:
     types = meta.mysql_types()
     db, table, pk = meta.database, meta.table, meta.pk
     t0 = time.monotonic()
-    run = _PartitionRun(ctx.jobs[unit.group], pid)
+    run = ChunkRunner(ctx.jobs[unit.group], pid)
     progress = _Progress(ctx.progress_addr, unit.uid)
     read = 0
     current: Change | None = None
