@@ -68,11 +68,11 @@ def result_batch(pid: int, ok: bool, rows: int, stats: ApplyStats, t0: float, er
 def apply_function(ctx: JobContext, counters=None):
     """The ``mapInArrow`` function for one job segment.
 
-    ``counters``: an optional Spark accumulator (:mod:`pipeline.ops.accumulators`) that each
+    ``counters``: an optional Spark accumulator (:mod:`pipeline.job.accumulators`) that each
     partition adds its counts to; the result rows stay the source of truth for the ack."""
     def count(ok: bool, run: ChunkRunner, t0: float) -> None:
         if counters is not None:
-            from pipeline.ops.accumulators import partition_counts
+            from pipeline.job.accumulators import partition_counts
 
             counters.add(partition_counts(ok, run.rows, run.stats, time.monotonic() - t0, run.retries))
 
