@@ -9,7 +9,8 @@
 
 Connections are pooled per executor process and per :class:`SourceDb`, in autocommit mode
 (every query sees the latest committed state, never an old snapshot), ``time_zone='+00:00'``
-(TIMESTAMP values in UTC, like the capture's) and utf8mb4.
+(TIMESTAMP values in UTC, like the capture's), utf8mb4 and the source's TLS settings
+(:mod:`pipeline.source.connect`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import pymysql
 
 from adapters.es.config import SourceDb
 from adapters.es.failures import source_error
+from pipeline.source.connect import UTC_SESSION, params
 
 IN_BATCH = 500
 FETCH = 1000
@@ -33,9 +35,10 @@ _lock = threading.Lock()
 
 def _connect(src: SourceDb) -> pymysql.connections.Connection:
     try:
-        return pymysql.connect(host=src.host, port=src.port, user=src.user, password=src.password.reveal(),
+        return pymysql.connect(**params(src.host, src.port, src.user, src.password, src.connect_timeout,
+                                        dict(src.ssl)),
                                database=src.database, charset="utf8mb4", autocommit=True, binary_prefix=True,
-                               connect_timeout=src.connect_timeout, init_command="SET time_zone='+00:00'")
+                               init_command=UTC_SESSION)
     except pymysql.MySQLError as e:
         raise source_error(e, f"connecting to the source {src.label} to re-query") from None
 
