@@ -16,21 +16,17 @@ import pymysql
 import pytest
 import yaml
 
+from tests.support import sysbench
 from tests.support.compare import table_rows
 from tests.support.deploy import rdb_adapter, sluice, write_deployment
 
 USER, PASSWORD = "sluice_tls", "tls-only-pw-5678"
 
 
-def _sql(info: dict, *stmts: str) -> None:
-    conn = pymysql.connect(host=info["host"], port=info["port"], user=info["user"], password=info["password"],
-                           autocommit=True)
-    try:
-        with conn.cursor() as cur:
-            for s in stmts:
-                cur.execute(s)
-    finally:
-        conn.close()
+def _sql(info: dict, *stmts: str, **kw) -> None:
+    with sysbench.connect(info, **kw) as conn, conn.cursor() as cur:
+        for s in stmts:
+            cur.execute(s)
 
 
 @pytest.fixture
@@ -45,15 +41,11 @@ def tls_source(mariadb) -> dict:
     ssl = {"ca": mariadb["ssl_ca"], "cert": mariadb["ssl_cert"], "key": mariadb["ssl_key"]}
     for how in ({"ssl_disabled": True}, {}, {"ssl": {"ca": mariadb["ssl_ca"]}}):  # the premise: refused
         with pytest.raises(pymysql.err.OperationalError) as refused:
-            pymysql.connect(host=info["host"], port=info["port"], user=USER, password=PASSWORD, **how).close()
+            _sql(info, "SELECT 1", **how)
         assert refused.value.args[0] == 1045, (how, refused.value)
-    conn = pymysql.connect(host=info["host"], port=info["port"], user=USER, password=PASSWORD, ssl=ssl)
-    try:
-        with conn.cursor() as cur:
-            cur.execute("SHOW SESSION STATUS LIKE 'Ssl_cipher'")
-            assert (cur.fetchone() or ("", ""))[1], "the TLS user's connection is not encrypted"
-    finally:
-        conn.close()
+    with sysbench.connect(info, ssl=ssl) as conn, conn.cursor() as cur:
+        cur.execute("SHOW SESSION STATUS LIKE 'Ssl_cipher'")
+        assert (cur.fetchone() or ("", ""))[1], "the TLS user's connection is not encrypted"
     yield dict(info, ssl=ssl)
     _sql(mariadb, f"DROP USER IF EXISTS '{USER}'@'127.0.0.1'")
 
