@@ -26,6 +26,7 @@ import pymysql
 from adapters.es.config import SourceDb
 from adapters.es.failures import source_error
 from pipeline.source.connect import UTC_SESSION, params
+from pipeline.source.mysqltypes import quote_ident as q
 
 IN_BATCH = 500
 FETCH = 1000
@@ -76,11 +77,6 @@ def close_all() -> None:
             c.close()
         except Exception:  # noqa: BLE001
             pass
-
-
-def q(name: str) -> str:
-    """A backquoted identifier."""
-    return "`" + name.replace("`", "``") + "`"
 
 
 def strip_sql(sql: str) -> str:

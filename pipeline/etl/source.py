@@ -16,17 +16,13 @@ from pipeline.config import SourceConfig
 from pipeline.etl.values import RAW_CONV, SourceColumn, session_sql
 from pipeline.source.connect import TRANSIENT_CODES, is_transient  # noqa: F401 - part of this module's face
 from pipeline.source.connect import connect as source_connect
+from pipeline.source.mysqltypes import quote_ident as qi  # noqa: F401 - the etl modules' name
 
 
 def connect(src: SourceConfig, *, stream: bool = False) -> pymysql.connections.Connection:
     """A reading connection: raw text results, UTC session, autocommit (each page its own read)."""
     return source_connect(src, session=session_sql(), transient=True, conv=RAW_CONV,
                           cursorclass=pymysql.cursors.SSCursor if stream else pymysql.cursors.Cursor)
-
-
-def qi(name: str) -> str:
-    """A quoted MySQL identifier."""
-    return "`" + name.replace("`", "``") + "`"
 
 
 @dataclass(frozen=True)
