@@ -1,11 +1,14 @@
 """The contract every target adapter implements, and the records that cross it.
 
-An adapter is one subpackage (``adapters/<name>/``) with the same small file set:
-``config.py`` (frozen, picklable target settings), ``writer.py`` (the :class:`Writer`),
-``errors.py`` (the one place where driver exceptions become Sluice's transient/terminal
-errors) and ``values.py`` (Dml strings -> target values). ``adapters/opensearch`` is the one
-exception by design: it is the es adapter with another client (config, client, errors only;
-adapters/es/api.py). Writers are created on the executor from plain config (never shipped
+An adapter is one subpackage (``adapters/<name>/``) with the same file set, described once
+in adapters/README.md: ``factory.py`` (the entry points, one signature for every adapter),
+``config.py`` (frozen, picklable target settings), ``client.py`` (connection/pool),
+``plan.py`` (per-table plan), ``writer.py`` (the :class:`Writer`'s life cycle), ``chunk.py``
+(applying a chunk), ``errors.py`` (the one place where driver exceptions become Sluice's
+transient/terminal errors), ``values.py`` (Dml strings -> target values) and ``verify.py``
+(counts, read-back and compare for ``sluice verify``). ``adapters/opensearch`` is the one
+exception by design: it is the es adapter with another client (config, client, factory,
+errors only; adapters/es/api.py). Writers are created on the executor from plain config (never shipped
 open), in the same split as PySpark's ``DataSourceWriter``: ``write`` on executors,
 commit/abort on the driver.
 
@@ -90,6 +93,21 @@ class ApplyStats:
 
     def as_dict(self) -> dict[str, dict[str, int]]:
         return {n: dict(getattr(self, n)) for n in self.KINDS}
+
+
+@dataclass
+class SampleCheck:
+    """What an adapter's verify.py found for one mapping whose target holds documents/rows built
+    from the source (counts on both sides, a sample compared); ``sluice verify`` reports it."""
+
+    source: str = ""  # the source table (or query) compared
+    source_rows: int = 0
+    target_rows: int = 0
+    sampled: int = 0
+    missing: list = field(default_factory=list)  # sampled keys the target lacks
+    changed: list = field(default_factory=list)  # sampled keys the target holds differently
+    #: said when the counts differ but the sample matched
+    count_note: str = ""
 
 
 class Writer(abc.ABC):

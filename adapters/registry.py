@@ -2,15 +2,16 @@
 
 The one place that knows which subpackage serves which canal adapter name
 (``rdb``; ``es``/``es7``/``es8``; ``opensearch``; ``hbase``), imported lazily so an executor
-loads only what its partition uses. ``opensearch`` serves esMappings (kind ``es``): its
-subpackage parses the entry into a target whose client is opensearch-py, and the es writer
-applies the changes (adapters/es/api.py: one adapter, two clients).
+loads only what its partition uses. Every subpackage's ``factory.py`` has the same three
+functions with the same signatures (adapters/README.md), so every adapter is called alike.
+``opensearch`` serves esMappings (kind ``es``): its factory parses the entry into a target whose
+client is opensearch-py, and the es writer applies the changes (adapters/es/api.py: one
+adapter, two clients).
 """
 
 from __future__ import annotations
 
 import importlib
-import inspect
 import sys
 from typing import Any
 
@@ -27,37 +28,31 @@ def kind_of(adapter_name: str) -> str:
     return KINDS[adapter_name]
 
 
-def _module(kind: str):
-    return importlib.import_module(f"adapters.{kind}")
+def _factory(package: str):
+    return importlib.import_module(f"adapters.{package}.factory")
 
 
 def target_from_adapter(adapter: Any, file: str, key: str, cfg: Any = None) -> Any:
     """Build the frozen target config of one ``outerAdapters`` entry (errors name file/key).
 
-    ``cfg``: the deployment Config, passed on to adapters whose ``target_from_adapter`` takes
-    it (the ES adapter needs ``srcDataSources``/``source`` to re-query join SQL)."""
+    ``cfg``: the deployment Config, passed to every adapter (the ES adapter needs
+    ``srcDataSources``/``source`` to re-query join SQL; the others ignore it)."""
     kind = KINDS.get(adapter.name)
     if kind is None:
         raise ConfigError(file, f"{key}.name",
                           f"adapter {adapter.name!r} cannot write (known: rdb, es, opensearch, hbase)")
-    mod = _module(CONFIG_MODULES.get(adapter.name, kind))
-    if not hasattr(mod, "target_from_adapter"):
-        raise ConfigError(file, f"{key}.name", f"the {kind} adapter is not available in this version")
-    if cfg is not None and "cfg" in inspect.signature(mod.target_from_adapter).parameters:
-        return mod.target_from_adapter(adapter, file, key, cfg=cfg)
-    return mod.target_from_adapter(adapter, file, key)
+    return _factory(CONFIG_MODULES.get(adapter.name, kind)).target_from_adapter(adapter, file, key, cfg)
 
 
 def make_writer(kind: str, target: Any, mappings: tuple) -> Any:
     """A new (unopened) writer for a target."""
-    return _module(kind).make_writer(target, mappings)
+    return _factory(kind).make_writer(target, mappings)
 
 
 def key_rules(kind: str, target: Any, target_id: str, mappings: list[tuple[int, Any]]) -> Any:
     """The adapter's partitioning rules for these ``(midx, mapping)`` (None: plain key hashing,
     e.g. Elasticsearch ``_id`` and HBase row keys, which compare bytes)."""
-    rules = getattr(_module(kind), "key_rules", None)
-    return rules(target, target_id, mappings) if rules is not None else None
+    return _factory(kind).key_rules(target, target_id, mappings)
 
 
 def reset_caches(epoch: int) -> None:

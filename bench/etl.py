@@ -35,7 +35,7 @@ import pymysql  # noqa: E402
 import yaml  # noqa: E402
 
 from pipeline.config import load_config  # noqa: E402
-from pipeline.etl.job import run_etl  # noqa: E402
+from pipeline.etl.driver import run_etl  # noqa: E402
 from pipeline.job.group import load_group  # noqa: E402
 from pipeline.job.session import get_spark  # noqa: E402
 from pipeline.logs import configure  # noqa: E402
@@ -83,7 +83,7 @@ def raw_insert(tgt: dict, tdb: str, rows: list[tuple], chunk: int) -> float:
 
 def _warm(batches):
     import adapters.rdb  # noqa: F401 - what the load imports on an executor
-    import pipeline.etl.job  # noqa: F401
+    import pipeline.etl.partition  # noqa: F401
     yield from batches
 
 

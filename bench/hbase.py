@@ -43,7 +43,7 @@ import happybase  # noqa: E402
 
 from adapters.base import Change  # noqa: E402
 from adapters.hbase import HbaseTarget, make_writer  # noqa: E402
-from adapters.hbase.rows import MappingPlan  # noqa: E402
+from adapters.hbase.plan import MappingPlan  # noqa: E402
 from bench import common  # noqa: E402
 from pipeline.mapping.model import parse_mapping  # noqa: E402
 

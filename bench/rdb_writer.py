@@ -26,7 +26,7 @@ sys.path.insert(0, str(REPO))
 
 from adapters.base import Change  # noqa: E402
 from adapters.rdb import RdbTable, RdbTarget, make_writer  # noqa: E402
-from adapters.rdb.engine import engine_for  # noqa: E402
+from adapters.rdb.client import engine_for  # noqa: E402
 
 COLS = {"id": "bigint(20)", "name": "varchar(40)", "amount": "decimal(12,2)", "ts": "datetime(6)",
         "note": "varchar(100)"}

@@ -28,7 +28,7 @@ from adapters.base import ApplyStats, Change
 from adapters.es import bulk, requery
 from adapters.es.bulk import Action
 from adapters.es.config import EsTarget
-from adapters.es.documents import DocPlan, JoinInfo, Op, before_image, changed_columns, fold, joined_keys, key_of
+from adapters.es.plan import DocPlan, JoinInfo, Op, before_image, changed_columns, fold, joined_keys, key_of
 from adapters.es.values import FieldValueError, capture_converter, capture_id, db_converter, from_db, id_text
 from pipeline.errors import ConfigError, RowError, TargetError
 
@@ -283,6 +283,17 @@ class ChunkApplier:
             bulk.delete_all(self.target, p.index)
         elif p.joins_of(ch.database, ch.table, default_db):
             self._index_query([], None, f"re-querying all of {p.file} after TRUNCATE of {ch.table}")
+
+    # -- verify (adapters/es/verify.py) ---------------------------------------------------------
+    def for_verify(self) -> tuple[Any, str | None]:
+        """Read the index's field types (as :meth:`run` does); the source data source and the
+        database the mapping SQL runs in."""
+        self._types = bulk.field_types(self.target, self.plan.index)
+        return self._source(), self.plan.main_schema or self._database()
+
+    def document(self, names: list[str], codes: list[int], row: tuple) -> Action:
+        """The action this adapter writes for one row of the mapping SQL."""
+        return self._db_doc(names, codes, row)
 
     # -- sources ------------------------------------------------------------------------------
     def _source(self):

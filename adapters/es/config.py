@@ -46,6 +46,8 @@ class SourceDb:
     database: str | None = None
     connect_timeout: float = 10.0
     name: str = "source"  # the dataSourceKey (or "source"), for messages
+    #: the source's TLS settings (``source.ssl`` as sorted items; empty: none), for the same server
+    ssl: tuple[tuple[str, Any], ...] = ()
 
     @property
     def label(self) -> str:
@@ -193,19 +195,22 @@ def sources_of(cfg: Any) -> tuple[tuple[tuple[str, SourceDb], ...], SourceDb | N
     if cfg is None:
         return (), None
     file = getattr(cfg, "file", "<config>")
+    s = getattr(cfg, "source", None)
+    ssl = tuple(sorted((getattr(s, "ssl", None) or {}).items()))
     out = []
     for name, ds in (getattr(cfg, "srcDataSources", None) or {}).items():
-        out.append((name, SourceDb.from_url(ds.url, ds.username, ds.password, name, file,
-                                            f"srcDataSources.{name}.url")))
-    s = getattr(cfg, "source", None)
+        db = SourceDb.from_url(ds.url, ds.username, ds.password, name, file, f"srcDataSources.{name}.url")
+        if s is not None and ssl and (db.host, db.port) == (s.host, s.port):  # the source server: its TLS
+            db = replace(db, ssl=ssl)
+        out.append((name, db))
     default = None if s is None else SourceDb(s.host, s.port, s.user, s.password, None,
-                                              float(s.connectTimeout), "source")
+                                              float(s.connectTimeout), "source", ssl)
     return tuple(out), default
 
 
-def target_from_adapter(adapter: Any, file: str, key: str, cfg: Any = None,
-                        product: str = "elasticsearch") -> EsTarget:
-    """The target of one ``outerAdapters`` entry; errors name ``file`` and ``key``."""
+def target_of(adapter: Any, file: str, key: str, cfg: Any = None, product: str = "elasticsearch") -> EsTarget:
+    """The target of one ``outerAdapters`` entry for ``product`` (elasticsearch, opensearch);
+    errors name ``file`` and ``key``."""
     props = dict(getattr(adapter, "properties", None) or {})
     where = f"{key}.properties"
     mode = str(props.get("mode", "rest")).lower()

@@ -9,7 +9,8 @@
 
 Connections are pooled per executor process and per :class:`SourceDb`, in autocommit mode
 (every query sees the latest committed state, never an old snapshot), ``time_zone='+00:00'``
-(TIMESTAMP values in UTC, like the capture's) and utf8mb4.
+(TIMESTAMP values in UTC, like the capture's), utf8mb4 and the source's TLS settings
+(:mod:`pipeline.source.connect`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ import pymysql
 
 from adapters.es.config import SourceDb
 from adapters.es.failures import source_error
+from pipeline.source.connect import UTC_SESSION, params
+from pipeline.source.mysqltypes import quote_ident as q
 
 IN_BATCH = 500
 FETCH = 1000
@@ -33,9 +36,10 @@ _lock = threading.Lock()
 
 def _connect(src: SourceDb) -> pymysql.connections.Connection:
     try:
-        return pymysql.connect(host=src.host, port=src.port, user=src.user, password=src.password.reveal(),
+        return pymysql.connect(**params(src.host, src.port, src.user, src.password, src.connect_timeout,
+                                        dict(src.ssl)),
                                database=src.database, charset="utf8mb4", autocommit=True, binary_prefix=True,
-                               connect_timeout=src.connect_timeout, init_command="SET time_zone='+00:00'")
+                               init_command=UTC_SESSION)
     except pymysql.MySQLError as e:
         raise source_error(e, f"connecting to the source {src.label} to re-query") from None
 
@@ -73,11 +77,6 @@ def close_all() -> None:
             c.close()
         except Exception:  # noqa: BLE001
             pass
-
-
-def q(name: str) -> str:
-    """A backquoted identifier."""
-    return "`" + name.replace("`", "``") + "`"
 
 
 def strip_sql(sql: str) -> str:

@@ -24,13 +24,12 @@ from typing import Any
 
 from pymysql.constants import FIELD_TYPE as FT
 
+from pipeline.source.mysqltypes import BINARY_TYPES, DECIMAL_TYPES, GEOMETRY_TYPES, parse_type
+
 Converter = Callable[[Any], Any]
 UTC = dt.UTC
 
 _INT = {"tinyint", "smallint", "mediumint", "int", "integer", "bigint", "serial"}
-_BINARY = {"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob"}
-_GEOMETRY = {"geometry", "point", "linestring", "polygon", "multipoint", "multilinestring", "multipolygon",
-             "geometrycollection"}
 TEXT_TYPES = {"keyword", "text", "match_only_text", "wildcard", "constant_keyword", "search_as_you_type", "ip",
               "version"}
 INT_TYPES = {"long", "integer", "short", "byte", "unsigned_long"}
@@ -45,18 +44,18 @@ class FieldValueError(ValueError):
 def column_kind(mysql_type: str | None) -> str:
     """int | decimal | float | date | datetime | timestamp | time | year | bit | binary |
     json | geometry | text, from a ``mysqlType`` such as ``bigint(20) unsigned``."""
-    base = (mysql_type or "").strip().lower().split("(")[0].split(" ")[0]
+    base = parse_type(mysql_type).base
     if base in _INT or base == "bool" or base == "boolean":
         return "int"
-    if base in ("decimal", "numeric", "dec", "fixed"):
+    if base in DECIMAL_TYPES:
         return "decimal"
     if base in ("float", "double", "real"):
         return "float"
     if base in ("date", "datetime", "timestamp", "time", "year", "bit", "json"):
         return base
-    if base in _BINARY:
+    if base in BINARY_TYPES:
         return "binary"
-    if base in _GEOMETRY:
+    if base in GEOMETRY_TYPES:
         return "geometry"
     return "text"
 

@@ -17,7 +17,7 @@ from adapters.base import Change, Writer
 from adapters.es import bulk, requery
 from adapters.es.chunk import ChunkApplier
 from adapters.es.config import EsTarget
-from adapters.es.documents import doc_plan
+from adapters.es.plan import doc_plan
 from pipeline.errors import ConfigError, SluiceError, TargetError, TargetMismatchError, TransientError
 from pipeline.logs import get_logger
 
@@ -120,10 +120,6 @@ class EsWriter(Writer):
 
     def close(self) -> None:
         """Clients and source connections stay pooled for the process."""
-
-
-def make_writer(target: EsTarget, mappings: tuple[Any, ...]) -> EsWriter:
-    return EsWriter(target, tuple(mappings))
 
 
 def auto_create_allowed(resp: dict, index: str) -> bool:

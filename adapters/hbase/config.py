@@ -69,7 +69,7 @@ def _split_host(text: str, file: str, key: str) -> tuple[str, int | None]:
     return host, _positive(port, file, key)
 
 
-def target_from_adapter(adapter: Any, file: str, key: str) -> HbaseTarget:
+def target_of(adapter: Any, file: str, key: str) -> HbaseTarget:
     """The target of one ``outerAdapters`` entry (``name: hbase``); errors name ``file``/``key``."""
     props = dict(getattr(adapter, "properties", None) or {})
     where = f"{key}.properties"

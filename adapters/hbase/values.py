@@ -43,10 +43,11 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
 
+from pipeline.source.mysqltypes import BINARY_TYPES, DECIMAL_TYPES, float32_text, is_binary, parse_type
+
 Encoder = Callable[[str], bytes | None]
 Decoder = Callable[[bytes], str]
 
-_BINARY = ("binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob")
 _WIDTH = {"BYTE": 1, "SHORT": 2, "INTEGER": 4, "LONG": 8}
 _DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})(?:[ T](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?)?")
 _F32 = struct.Struct(">f")
@@ -58,23 +59,10 @@ class ValueError_(ValueError):
     """A value that does not fit its declared type (the writer adds table/column/row)."""
 
 
-def base_type(mysql_type: str | None) -> tuple[str, bool, int | None]:
-    """``"bigint(20) unsigned"`` -> (``"bigint"``, True, 20)."""
-    text = (mysql_type or "").strip().lower()
-    m = re.match(r"([a-z]+)\s*(?:\((\d+)[^)]*\))?", text)
-    if not m:
-        return "", False, None
-    return m.group(1), "unsigned" in text, int(m.group(2)) if m.group(2) else None
-
-
-def is_binary(mysql_type: str | None) -> bool:
-    """True for BINARY/VARBINARY/BLOB columns (Dml text = ISO-8859-1, one char per byte)."""
-    return base_type(mysql_type)[0] in _BINARY
-
-
 def native_kind(mysql_type: str | None) -> str:
     """The NATIVE encoding inferred from a MySQL column type (see the module table)."""
-    name, unsigned, _ = base_type(mysql_type)
+    t = parse_type(mysql_type)
+    name, unsigned = t.base, t.unsigned
     if name in ("tinyint", "bool", "boolean"):
         return "SHORT" if unsigned else "BYTE"
     if name == "smallint":
@@ -91,11 +79,11 @@ def native_kind(mysql_type: str | None) -> str:
         return "FLOAT"
     if name in ("double", "real"):
         return "DOUBLE"
-    if name in ("decimal", "numeric", "dec", "fixed"):
+    if name in DECIMAL_TYPES:
         return "BIGDECIMAL"
     if name == "year":
         return "SHORT"
-    if name in _BINARY:
+    if name in BINARY_TYPES:
         return "BYTES"
     return "STRING"
 
@@ -213,7 +201,7 @@ def encoder(mode: str, declared: str | None, mysql_type: str | None) -> Encoder:
     if kind in _WIDTH:
         return _fixed_int(_WIDTH[kind])
     if kind == "BITS":
-        return _bits(base_type(mysql_type)[2])
+        return _bits(parse_type(mysql_type).width)
     if kind == "FLOAT":
         return _float(_F32)
     if kind == "DOUBLE":
@@ -228,18 +216,6 @@ def encoder(mode: str, declared: str | None, mysql_type: str | None) -> Encoder:
 
 
 # -- reading back (tests, verification tools) ---------------------------------------------
-def float32_text(x: float) -> str:
-    """Shortest decimal text that reads back as the same float32 (the capture's FLOAT rule)."""
-    for digits in range(1, 10):
-        s = "%.*g" % (digits, x)
-        try:
-            if _F32.unpack(_F32.pack(float(s)))[0] == x:
-                return repr(float(s))
-        except OverflowError:  # rounded past the float32 range (e.g. 3.403e+38)
-            continue
-    return repr(x)  # pragma: no cover
-
-
 def bigdecimal_text(b: bytes) -> str:
     """Inverse of :func:`bigdecimal_bytes`: the exact decimal text with its scale."""
     scale = int.from_bytes(b[:4], "big", signed=True)
@@ -253,7 +229,8 @@ def bigdecimal_text(b: bytes) -> str:
 def decoder(mode: str, declared: str | None, mysql_type: str | None) -> Decoder:
     """Cell bytes -> the Dml text they were written from (inverse of :func:`encoder`)."""
     kind = kind_for(mode, declared, mysql_type)
-    name, unsigned, _ = base_type(mysql_type)
+    t = parse_type(mysql_type)
+    name, unsigned = t.base, t.unsigned
     if kind in ("STRING", "BYTES"):
         return (lambda b: b.decode("latin-1")) if is_binary(mysql_type) else (lambda b: b.decode("utf-8"))
     if kind in _WIDTH or kind == "BITS":

@@ -17,15 +17,6 @@ only be ``rest``. Errors name the file and the key, as the Elasticsearch adapter
 
 from __future__ import annotations
 
-from typing import Any
-
-from adapters.es import config as es_config
-from adapters.es.config import EsTarget
-
+#: the ``product`` of the targets of ``name: opensearch`` entries (parsed by
+#: :func:`adapters.es.config.target_of`, through factory.py)
 PRODUCT = "opensearch"
-
-
-def target_from_adapter(adapter: Any, file: str, key: str, cfg: Any = None) -> EsTarget:
-    """The target of one ``name: opensearch`` entry (``cfg``: the deployment, for its source
-    data sources, which join and computed mappings are re-queried from)."""
-    return es_config.target_from_adapter(adapter, file, key, cfg=cfg, product=PRODUCT)

@@ -1,15 +1,16 @@
 """The RDB adapter: MySQL/MariaDB, PostgreSQL and SQLite targets through SQLAlchemy Core.
 
-``make_writer(target, mappings)`` gives an unopened :class:`RdbWriter`;
-``target_from_adapter`` builds an :class:`RdbTarget` from a canal ``outerAdapters`` entry;
-``reset_caches`` forgets reflected tables (the job calls it after DDL). docs/rdb.md.
+The entry points are in factory.py (the same for every adapter, adapters/README.md):
+``target_from_adapter`` builds an :class:`RdbTarget` from a canal ``outerAdapters`` entry,
+``make_writer(target, mappings)`` gives an unopened :class:`RdbWriter`, ``key_rules`` reads
+how to partition; ``reset_caches`` forgets reflected tables (the job calls it after DDL).
+docs/rdb.md.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 from adapters.rdb.config import RdbTable, RdbTarget, TlsOptions
+from adapters.rdb.factory import key_rules, make_writer, target_from_adapter
 from adapters.rdb.schema import reset_caches
 from adapters.rdb.writer import RdbWriter
 
@@ -17,33 +18,3 @@ __all__ = ["RdbTable", "RdbTarget", "RdbWriter", "TlsOptions", "key_rules", "mak
            "target_from_adapter"]
 
 
-def make_writer(target: RdbTarget, mappings: tuple[Any, ...]) -> RdbWriter:
-    """A new, unopened writer for ``target`` applying ``mappings`` (RdbTable or dbMapping Mappings)."""
-    return RdbWriter(target, tuple(mappings))
-
-
-def target_from_adapter(adapter: Any, file: str, key: str) -> RdbTarget:
-    """The target of one ``outerAdapters`` entry (``name: rdb``); errors name ``file``/``key``."""
-    props = dict(getattr(adapter, "properties", None) or {})
-    target = RdbTarget.from_properties(props, file, key)
-    if getattr(adapter, "key", None) and not target.key:
-        from dataclasses import replace
-        target = replace(target, key=adapter.key)
-    return target
-
-
-def key_rules(target: RdbTarget, target_id: str, mappings: list[tuple[int, Any]]):
-    """How the job partitions these mappings' changes (:func:`adapters.rdb.keys.key_rules`), read
-    from the target's schema on the driver."""
-    from sqlalchemy.exc import SQLAlchemyError
-
-    from adapters.rdb import keys
-    from adapters.rdb.dialects import dialect_of
-    from adapters.rdb.engine import engine_for
-    from adapters.rdb.errors import classify
-
-    try:
-        with engine_for(target).connect() as conn:
-            return keys.key_rules(conn, target, target_id, dialect_of(target).family, mappings)
-    except SQLAlchemyError as e:
-        raise classify(e, target, table="(schema)", action="read the keys and foreign keys of") from None

@@ -155,7 +155,7 @@ def folder(target: Any, kind: str) -> Folder:
     with _folders_lock:
         f = _folders.get((target, kind))
         if f is None:
-            from adapters.rdb.engine import engine_for
+            from adapters.rdb.client import engine_for
 
             _, charset, collation = kind.split(":", 2)
             f = _folders[(target, kind)] = Folder(lambda: engine_for(target).connect(), charset, collation)

@@ -233,7 +233,7 @@ class RdbTable:
                       on_new_column="ignore" if on_new == "ignore" else "fail", origin=origin)
         if spec.mirrorDb:
             return cls(**common, mirror_ddl=True)
-        pairs = tuple((s, t) for t, s in spec._pairs)
+        pairs = tuple((s, t) for t, s in spec.column_pairs)
         pk = tuple(spec.primary_key)
         if spec.mapAll:
             return cls(**common, pk=pk, renames=tuple(p for p in pairs if p[0] != p[1]),

@@ -10,7 +10,6 @@ column). docs/rdb.md has the table; :func:`suggest_type` is the recommended targ
 from __future__ import annotations
 
 import math
-import re
 import struct
 from collections.abc import Callable
 from typing import Any
@@ -19,30 +18,20 @@ from sqlalchemy import types as sa
 from sqlalchemy.dialects import mysql as my
 from sqlalchemy.dialects import postgresql as pg
 
+from pipeline.source.mysqltypes import BINARY_TYPES, GEOMETRY_TYPES, parse_type
+
 Converter = Callable[[str | None], Any]
 
-_BINARY = {"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob"}
-_GEOMETRY = {"geometry", "point", "linestring", "polygon", "multipoint", "multilinestring", "multipolygon",
-             "geometrycollection", "geomcollection"}
 _INTS = {"tinyint": 1, "smallint": 2, "mediumint": 3, "int": 4, "integer": 4, "bigint": 8}
-_TYPE_RE = re.compile(r"\s*([a-z]+)\s*(?:\(([^)]*)\))?\s*(.*)", re.S)
 INT64 = (-(1 << 63), (1 << 63) - 1)
-
-
-def parse_mysql_type(mysql_type: str | None) -> tuple[str, str, bool]:
-    """``"bigint(20) unsigned"`` -> ``("bigint", "20", True)``; unknown -> ``("", "", False)``."""
-    m = _TYPE_RE.match((mysql_type or "").lower())
-    if not m:
-        return "", "", False
-    return m.group(1), m.group(2) or "", "unsigned" in m.group(3)
 
 
 def source_kind(mysql_type: str | None) -> str:
     """binary | geometry | bit | int | timestamp | datetime | date | ... | text."""
-    base = parse_mysql_type(mysql_type)[0]
-    if base in _BINARY:
+    base = parse_type(mysql_type).base
+    if base in BINARY_TYPES:
         return "binary"
-    if base in _GEOMETRY:
+    if base in GEOMETRY_TYPES:
         return "geometry"
     if base in _INTS:
         return "int"
@@ -166,7 +155,7 @@ def converter(family: str, target: sa.TypeEngine, mysql_type: str | None) -> Con
     if isinstance(target, sa.Float):
         return _float
     if isinstance(target, pg.BIT):
-        width = target.length if not target.varying else int(parse_mysql_type(mysql_type)[1] or 1)
+        width = target.length if not target.varying else int(parse_type(mysql_type).args or 1)
         return _bits(width or 1)
     if isinstance(target, sa.DateTime) and target.timezone:
         return _pg_timestamptz
@@ -182,7 +171,8 @@ def needs_relaxed(family: str, target: sa.TypeEngine) -> bool:
 
 def suggest_type(family: str, mysql_type: str) -> str:
     """The target column type Sluice recommends for a source ``mysqlType`` (docs/rdb.md)."""
-    base, args, unsigned = parse_mysql_type(mysql_type)
+    t = parse_type(mysql_type)
+    base, args, unsigned = t.base, t.args, t.unsigned
     if family == "mysql":
         return mysql_type
     if family == "sqlite":
@@ -192,7 +182,7 @@ def suggest_type(family: str, mysql_type: str) -> str:
             return "REAL"
         if base == "bit" and int(args or 1) < 64:
             return "INTEGER"
-        if base in _BINARY or base in _GEOMETRY:
+        if base in BINARY_TYPES or base in GEOMETRY_TYPES:
             return "BLOB"
         return "TEXT"
     if base in _INTS:
@@ -208,6 +198,6 @@ def suggest_type(family: str, mysql_type: str) -> str:
     }
     if base in table:
         return table[base]
-    if base in _BINARY or base in _GEOMETRY:
+    if base in BINARY_TYPES or base in GEOMETRY_TYPES:
         return "bytea"
     return "text"

@@ -2,8 +2,9 @@
 
 ``apply`` cuts the chunk into runs (consecutive changes of one kind, table and column
 shape; for UPDATE also the same changed columns) and applies each run with multi-row
-statements (:mod:`adapters.rdb.ops`). Per-key order holds because runs are applied in
-order and an UPDATE statement never holds the same key twice.
+statements (:class:`adapters.rdb.chunk.ChunkApply`, built per run from the open connection).
+Per-key order holds because runs are applied in order and an UPDATE statement never holds
+the same key twice.
 
 Which changes of a chunk run in which order -- ordered groups in a savepoint with positions,
 the rest regrouped into waves of whole runs -- is :mod:`adapters.rdb.sequence`'s. Key changes of
@@ -21,13 +22,13 @@ from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from adapters.base import Change, DdlChange, Writer
 from adapters.rdb import ddl as ddl_mod
-from adapters.rdb import ops
 from adapters.rdb.check import check_cascades, check_mapping
+from adapters.rdb.chunk import ChunkApply
+from adapters.rdb.client import engine_for
 from adapters.rdb.config import RdbTable, RdbTarget
 from adapters.rdb.ddl import applied_after
 from adapters.rdb.dialects import dialect_of
-from adapters.rdb.engine import engine_for
-from adapters.rdb.errors import classify, connect_error, format_key, is_transient, row_error
+from adapters.rdb.errors import classify, connect_error
 from adapters.rdb.plan import Plan, build_plan
 from adapters.rdb.progress import Progress
 from adapters.rdb.schema import TableInfo, reset_caches, table_info
@@ -102,16 +103,13 @@ class RdbWriter(Writer):
             self.conn.close()
             self.conn = None
 
-    # -- helpers for ops -------------------------------------------------------------------------
+    # -- statements --------------------------------------------------------------------------------
     def exec(self, sql: str, params: Any) -> CursorResult:
         return self.conn.exec_driver_sql(sql, params)
 
-    def is_transient(self, e: BaseException) -> bool:
-        return is_transient(e, self.dialect)
-
-    def count(self, what: str, plan: Plan, n: int) -> None:
-        if n:
-            getattr(self.stats, what)[plan.source] += n
+    def chunk(self) -> ChunkApply:
+        """The narrow context that applies runs through the open connection."""
+        return ChunkApply(self.conn, self.sql, self.dialect, self.target, self.stats)
 
     @property
     def missed(self) -> Counter:
@@ -121,14 +119,6 @@ class RdbWriter(Writer):
     @missed.setter
     def missed(self, value: Counter) -> None:
         self.stats.missed = value
-
-    def count_missed(self, plan: Plan, n: int) -> None:
-        if n > 0:
-            self.stats.missed[plan.source] += n
-
-    def count_update(self, plan: Plan, tried: int, matched: int) -> None:
-        self.count("updated", plan, matched)
-        self.count_missed(plan, tried - matched)
 
     # -- routing and reflection ------------------------------------------------------------------
     def route(self, mapping: Any, database: str, table: str) -> RdbTable:
@@ -193,7 +183,7 @@ class RdbWriter(Writer):
                 self._run(mapping, changes[i:j])
             except SluiceError:
                 raise
-            except SQLAlchemyError as e:  # not raised through ops (e.g. a lost connection)
+            except SQLAlchemyError as e:  # not raised through the chunk apply (e.g. a lost connection)
                 c = changes[i]
                 raise classify(e, self.target, table=f"{c.database}.{c.table}", action=c.kind.lower()) from None
             i = j
@@ -221,75 +211,7 @@ class RdbWriter(Writer):
                 raise classify(e, self.target, table=info.label, action="truncate") from None
             log.info("truncated", table=info.label)
             return
-        plan = self.plan(route, first)
-        if first.kind == "DELETE":
-            if plan.key_pos:
-                return ops.delete(self, plan, run)
-            for c in run:
-                ops.keyless(self, plan, c, None)
-            return
-        if first.kind == "INSERT" and self.dialect.family == "mysql" and plan.key_pos:
-            return self._each_rendered(plan, run, lambda cs: ops.insert_rendered(self, plan, cs))
-        if first.kind == "INSERT":
-            rows = self.rows(plan, run)
-            return self._each_segment(plan, run, rows, lambda cs, rs: ops.insert(self, plan, cs, rs))
-        if first.kind == "UPSERT":  # full loads (sluice etl/bootstrap): insert or overwrite by key
-            return ops.upsert(self, plan, run, self.rows(plan, run))
-        if plan.key_pos and first.old and any(plan.src[i] in first.old for i in plan.key_pos):
-            for c in run:  # a key change in an ordered group: one UPDATE (cascades act as at the source)
-                ops.update_key(self, plan, c)
-            return
-        sets = plan.set_columns(first)
-        if not sets:
-            return  # no mapped column changed
-        if not plan.key_pos:
-            for c in run:
-                ops.keyless(self, plan, c, sets)
-            return
-        if self.dialect.family == "mysql":
-            return self._each_rendered(plan, run, lambda cs: ops.update_rendered(self, plan, cs, sets))
-        rows = self.rows(plan, run)
-        self._each_segment(plan, run, rows, lambda cs, rs: ops.update(self, plan, cs, rs, sets))
-
-    def rows(self, plan: Plan, run: list[Change]) -> list[tuple]:
-        """The converted target values of ``run``; a value that does not convert is a RowError
-        naming the row's key and the column."""
-        try:
-            return plan.rows(run)
-        except (ValueError, TypeError, OverflowError, UnicodeError):
-            for c in run:  # find the row and the column
-                for s, f in zip(plan.src, plan.convs, strict=True):
-                    try:
-                        if f is not None:
-                            f(c.data[s])
-                    except (ValueError, TypeError, OverflowError, UnicodeError) as e:
-                        raise row_error(f"{plan.source} key {format_key(plan.key_of(c))}: value {c.data[s]!r} "
-                                        f"of column {s} cannot be written to {plan.info.label}: {e}",
-                                        table=plan.source, key=format_key(plan.key_of(c)),
-                                        hint="see docs/rdb.md for the value mapping per target type") from None
-            raise
-
-    def each_segment(self, plan: Plan, run: list[Change], rows: list[tuple], apply_rows) -> None:
-        self._each_segment(plan, run, rows, apply_rows)
-
-    def _each_segment(self, plan: Plan, run: list[Change], rows: list[tuple], apply_rows) -> None:
-        """Apply rows set-based, except MySQL rows with ENUM '' which go one by one, relaxed."""
-        if not plan.relax:
-            return apply_rows(run, rows)
-        for a, b, empties in _segments(plan, run):
-            if empties:
-                ops.relaxed_row(self, plan, run[a], rows[a], empties)
-            else:
-                apply_rows(run[a:b], rows[a:b])
-
-    def _each_rendered(self, plan: Plan, run: list[Change], apply_changes) -> None:
-        """MySQL runs rendered as literals (no row tuples built), except rows with ENUM '' which
-        go one by one, relaxed."""
-        for a, b, empties in _segments(plan, run):
-            if empties:
-                ops.relaxed_row(self, plan, run[a], self.rows(plan, run[a:b])[0], empties)
-            else:
-                apply_changes(run[a:b])
+        self.chunk().run(self.plan(route, first), run)
 
     # -- DDL and pre-flight ------------------------------------------------------------------------
     def apply_ddl(self, mapping: Any, ddl: DdlChange) -> None:
@@ -313,26 +235,6 @@ class RdbWriter(Writer):
         finally:
             self.conn = None
             conn.close()
-
-
-def _segments(plan: Plan, run: list[Change]):
-    """``(start, end, empties)``: runs of changes to apply set-based (``empties`` 0), and single
-    changes with ``empties`` ENUM columns holding '' (MySQL, :attr:`Plan.relax`; such columns
-    have no converter, so the Dml string is the value)."""
-    if not plan.relax:
-        yield 0, len(run), 0
-        return
-    cols = [plan.src[p] for p in plan.relax]
-    start = 0
-    for i, c in enumerate(run):
-        empties = sum(1 for s in cols if c.data[s] == "")
-        if empties:
-            if i > start:
-                yield start, i, 0
-            yield i, i + 1, empties
-            start = i + 1
-    if start < len(run):
-        yield start, len(run), 0
 
 
 def _run_end(changes: list[Change], i: int) -> int:

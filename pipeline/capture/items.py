@@ -16,6 +16,7 @@ from typing import Any
 import pymysql
 
 from pipeline.errors import PositionError, SourceError, TransientError
+from pipeline.source.connect import BINLOG_TRANSIENT_CODES
 
 from .position import Position
 from .rowcodec import TableCodec
@@ -24,9 +25,6 @@ COMPRESSED_TYPES = {40: "MySQL transaction payload (binlog_transaction_compressi
                      165: "MariaDB compressed query", 166: "MariaDB compressed rows", 167: "MariaDB compressed rows",
                      168: "MariaDB compressed rows", 169: "MariaDB compressed rows",
                      170: "MariaDB compressed rows", 171: "MariaDB compressed rows"}
-# the connection went away or was killed: lost (2013, 2006), refused (2003), KILLed (1927),
-# server shutting down (1053), interrupted (1317), network read/write errors (1158-1161)
-TRANSIENT_CODES = frozenset({2003, 2006, 2013, 1927, 1053, 1317, 1158, 1159, 1160, 1161})
 IGNORED_IN_TX = ("SAVEPOINT", "RELEASE", "ROLLBACK TO", "XA ")
 
 
@@ -118,7 +116,7 @@ def map_error(e: pymysql.err.MySQLError, start: Position) -> Exception:
     if code in (1045, 1227, 1044):
         return SourceError(f"the source refused the binlog connection: {msg}",
                            hint="the capture user needs REPLICATION SLAVE, REPLICATION CLIENT and SELECT")
-    if code in TRANSIENT_CODES:
+    if code in BINLOG_TRANSIENT_CODES:
         return TransientError(f"the binlog connection to the source failed: {msg}",
                               hint="capture resumes from the last stored position")
     return SourceError(f"binlog stream error {code}: {msg}")

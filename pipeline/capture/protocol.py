@@ -11,13 +11,13 @@ here: a lost connection is a TransientError and the caller resumes from the stor
 from __future__ import annotations
 
 import struct
-from typing import Any
 
 import pymysql
 from pymysqlreplication.gtid import GtidSet
 
 from pipeline.config import SourceConfig
 from pipeline.errors import TransientError
+from pipeline.source.connect import settings as source_settings
 
 from .position import Position
 
@@ -36,11 +36,7 @@ class DumpConnection:
 
     def open(self) -> None:
         s = self.src
-        kw: dict[str, Any] = {"host": s.host, "port": s.port, "user": s.user, "password": s.password.reveal(),
-                              "connect_timeout": s.connectTimeout, "autocommit": True}
-        if s.ssl:
-            kw["ssl"] = dict(s.ssl)
-        self.conn = conn = pymysql.connect(**kw)
+        self.conn = conn = pymysql.connect(**source_settings(s), autocommit=True)
         with conn.cursor() as cur:
             cur.execute("SELECT @@GLOBAL.binlog_checksum")
             alg = str((cur.fetchone() or ["NONE"])[0] or "NONE").upper()

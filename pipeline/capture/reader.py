@@ -43,6 +43,7 @@ from pymysqlreplication.row_event import (
 
 from pipeline.config import SourceConfig, TableFilter
 from pipeline.errors import PositionError, TransientError
+from pipeline.source.connect import settings as source_settings
 
 from .dml import classify_ddl
 from .fastpath import native_items
@@ -99,10 +100,7 @@ class BinlogReader:
 
     def _open(self) -> BinLogStreamReader:
         s = self.src
-        settings = {"host": s.host, "port": s.port, "user": s.user, "passwd": s.password.reveal(),
-                    "connect_timeout": s.connectTimeout}
-        if s.ssl:
-            settings["ssl"] = dict(s.ssl)
+        settings = source_settings(s)
         if self.opts.follow:
             settings["read_timeout"] = max(30.0, s.heartbeatSeconds * 4)
         kw: dict[str, Any] = {}

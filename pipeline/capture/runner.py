@@ -17,13 +17,14 @@ from typing import Any
 from pipeline.config import Config
 from pipeline.errors import TransientError
 from pipeline.logs import get_logger, register_secret
+from pipeline.source.connect import connect
 from pipeline.store import open_store
 
 from .batcher import Batcher
 from .position import Position
 from .reader import BinlogReader, ReaderOptions
 from .rowcodec import CodecCache
-from .server_check import connect, current_position, gtid_at, inspect_server, validate_start
+from .server_check import current_position, gtid_at, inspect_server, validate_start
 from .writer import AsyncAppender
 
 log = get_logger("capture")

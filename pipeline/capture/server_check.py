@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import pymysql
 
 from pipeline.config import SourceConfig
 from pipeline.errors import PositionError, SourceError
+from pipeline.source.connect import connect
 
 from .position import Position
 
@@ -33,18 +33,6 @@ class ServerInfo:
     flavor: str                 # "mariadb" | "mysql"
     version: str
     settings: Mapping[str, str]
-
-
-def connect(src: SourceConfig, **extra: Any) -> pymysql.connections.Connection:
-    """A plain pymysql connection to the source (errors become SourceError)."""
-    try:
-        return pymysql.connect(host=src.host, port=src.port, user=src.user, password=src.password.reveal(),
-                               connect_timeout=src.connectTimeout, autocommit=True, charset="utf8mb4",
-                               ssl=src.ssl or None, **extra)
-    except pymysql.MySQLError as e:
-        raise SourceError(f"cannot connect to the source {src.user}@{src.host}:{src.port}: {e.args[-1]}",
-                          hint="check source.host/port/user/password in the config and that the "
-                          "server is running") from None
 
 
 def detect_flavor(version: str, comment: str, configured: str = "auto") -> str:

@@ -30,24 +30,13 @@ from collections.abc import Callable, Sequence
 
 from pymysqlreplication.constants import FIELD_TYPE as T
 
+from pipeline.source.mysqltypes import float32_text
+
 Decoder = Callable[[bytes, int], tuple[str, int]]
 
 _F32 = struct.Struct("<f")
 _DIG2BYTES = (0, 1, 1, 2, 2, 3, 3, 4, 4, 4)
 ZERO_DATETIME = "0000-00-00 00:00:00"
-
-
-def float32_text(x: float) -> str:
-    """Shortest decimal text that reads back as the same float32 value."""
-    pack, unpack = _F32.pack, _F32.unpack
-    for digits in range(1, 10):
-        s = "%.*g" % (digits, x)
-        try:
-            if unpack(pack(float(s)))[0] == x:
-                return repr(float(s))
-        except OverflowError:  # rounded past float32's range
-            continue
-    return repr(x)  # pragma: no cover - 9 digits always round-trip a float32
 
 
 def _fixed(fmt: str) -> Decoder:

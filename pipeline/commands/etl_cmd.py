@@ -42,7 +42,7 @@ def etl(
 ) -> None:
     """Full load: read the source table(s) in parallel key ranges and upsert them into the targets."""
     from pipeline.errors import UsageError
-    from pipeline.etl.job import run_etl
+    from pipeline.etl.driver import run_etl
     from pipeline.job.group import load_group
     from pipeline.job.session import get_spark
     from pipeline.logs import register_secret

@@ -4,7 +4,7 @@
    sync runs meanwhile); refuse a store that already has a position unless ``force``.
 2. Pre-flight every group (mappings against the source, targets reachable).
 3. Take the snapshot position P (:mod:`pipeline.etl.snapshot`).
-4. Load every mapping of every group in one Spark job (:func:`pipeline.etl.job.run_loads`, UPSERT).
+4. Load every mapping of every group in one Spark job (:func:`pipeline.etl.driver.run_loads`, UPSERT).
 5. Only when all of it loaded: set the capture start to P (``set_start_position(force=...)``)
    and move every group's cursor to the newest stored batch, so batches captured before the
    load (superseded by it) are not applied on top of it.
@@ -21,7 +21,7 @@ import time
 
 from pipeline.config import Config
 from pipeline.errors import StoreError
-from pipeline.etl.job import EtlSummary, run_loads
+from pipeline.etl.driver import EtlSummary, run_loads
 from pipeline.etl.snapshot import snapshot_position
 from pipeline.job.group import load_group
 from pipeline.logs import get_logger, register_secret

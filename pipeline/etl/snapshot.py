@@ -21,9 +21,10 @@ from __future__ import annotations
 import pymysql
 
 from pipeline.capture.position import Position
-from pipeline.capture.server_check import connect, current_position, gtid_at, inspect_server
+from pipeline.capture.server_check import current_position, gtid_at, inspect_server
 from pipeline.config import SourceConfig
 from pipeline.errors import SourceError
+from pipeline.source.connect import connect
 
 
 def snapshot_position(src: SourceConfig) -> tuple[Position, str]:

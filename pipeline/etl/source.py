@@ -13,42 +13,16 @@ import pymysql
 import pymysql.cursors
 
 from pipeline.config import SourceConfig
-from pipeline.errors import SourceError, TransientError
 from pipeline.etl.values import RAW_CONV, SourceColumn, session_sql
-
-#: pymysql/MySQL client errors that mean "the connection broke": worth a retry
-TRANSIENT_CODES = frozenset({1205, 1213, 1040, 1053, 1317, 1927, 4031, 2002, 2003, 2006, 2013, 2055, 0})
+from pipeline.source.connect import TRANSIENT_CODES, is_transient  # noqa: F401 - part of this module's face
+from pipeline.source.connect import connect as source_connect
+from pipeline.source.mysqltypes import quote_ident as qi  # noqa: F401 - the etl modules' name
 
 
 def connect(src: SourceConfig, *, stream: bool = False) -> pymysql.connections.Connection:
     """A reading connection: raw text results, UTC session, autocommit (each page its own read)."""
-    try:
-        conn = pymysql.connect(host=src.host, port=src.port, user=src.user, password=src.password.reveal(),
-                               connect_timeout=src.connectTimeout, autocommit=True, charset="utf8mb4",
-                               ssl=src.ssl or None, conv=RAW_CONV,
-                               cursorclass=pymysql.cursors.SSCursor if stream else pymysql.cursors.Cursor)
-    except pymysql.MySQLError as e:
-        code = e.args[0] if e.args and isinstance(e.args[0], int) else None
-        cls = TransientError if code in TRANSIENT_CODES else SourceError
-        raise cls(f"cannot connect to the source {src.user}@{src.host}:{src.port}: {e.args[-1]}",
-                  hint="check source.host/port/user/password in the config and that the server is running") \
-            from None
-    with conn.cursor(pymysql.cursors.Cursor) as cur:
-        for s in session_sql():
-            cur.execute(s)
-    return conn
-
-
-def is_transient(e: BaseException) -> bool:
-    if isinstance(e, pymysql.err.InterfaceError):
-        return True
-    code = e.args[0] if getattr(e, "args", None) and isinstance(e.args[0], int) else None
-    return isinstance(e, pymysql.MySQLError) and code in TRANSIENT_CODES
-
-
-def qi(name: str) -> str:
-    """A quoted MySQL identifier."""
-    return "`" + name.replace("`", "``") + "`"
+    return source_connect(src, session=session_sql(), transient=True, conv=RAW_CONV,
+                          cursorclass=pymysql.cursors.SSCursor if stream else pymysql.cursors.Cursor)
 
 
 @dataclass(frozen=True)

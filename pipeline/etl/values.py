@@ -6,7 +6,7 @@ server's own text (or bytes for binary-charset columns) and only a few types nee
 
 * FLOAT / DOUBLE are selected as ``CAST(col AS DOUBLE)`` (the server prints a FLOAT column with
   6 significant digits, and ``DOUBLE(M,D)`` with D decimals) and re-encoded with capture's
-  rules (:func:`pipeline.capture.values.float32_text`, ``repr``);
+  rules (:func:`pipeline.source.mysqltypes.float32_text`, ``repr``);
 * BIT arrives as big-endian bytes -> unsigned decimal text;
 * binary strings (BINARY, VARBINARY, BLOB) arrive as bytes -> ISO-8859-1 text;
 * GEOMETRY arrives as MySQL's internal value (SRID + WKB) -> upper-case hex;
@@ -26,13 +26,10 @@ from dataclasses import dataclass
 
 from pymysql import converters
 
-from pipeline.capture.values import float32_text
+from pipeline.source.mysqltypes import BINARY_TYPES, GEOMETRY_TYPES, float32_text
 
 _F32 = struct.Struct("<f")
 INT_TYPES = ("tinyint", "smallint", "mediumint", "int", "bigint")
-BINARY_TYPES = ("binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob")
-GEOMETRY_TYPES = ("geometry", "point", "linestring", "polygon", "multipoint", "multilinestring",
-                  "multipolygon", "geometrycollection", "geomcollection")
 #: pymysql encoders only (keyed by Python type): results stay the server's text / bytes
 RAW_CONV = {k: v for k, v in converters.conversions.items() if not isinstance(k, int)}
 

@@ -24,12 +24,12 @@ from adapters.base import ApplyStats, Change, DdlChange
 from adapters.registry import make_writer, reset_caches
 from pipeline.config import Config
 from pipeline.errors import SluiceError, TransientError
+from pipeline.job.accumulators import merge, new_counter
 from pipeline.job.group import GroupPlan, load_group
 from pipeline.job.partition import JobContext, apply_function
 from pipeline.job.plan import partitioned_changes, segments
 from pipeline.job.schema import RESULT_SCHEMA
 from pipeline.logs import get_logger
-from pipeline.ops.accumulators import merge, new_counter
 from pipeline.store import ChangeLog, open_store
 from pipeline.store.deadletter import DeadLetterStore
 
@@ -68,7 +68,7 @@ class SyncSummary:
     seconds: float = 0.0
     acked_to: int = 0
     stats: ApplyStats = field(default_factory=ApplyStats)
-    #: executor-side totals from Spark accumulators (pipeline/ops/accumulators.py)
+    #: executor-side totals from Spark accumulators (pipeline/job/accumulators.py)
     executor: dict = field(default_factory=dict)
     #: rows sent to the dead-letter store, ``{mapping file: {db.table: n}}`` (docs/deadletter.md)
     dead_lettered: dict = field(default_factory=dict)

@@ -148,13 +148,10 @@ def _source_database(cfg: Config, m: Mapping) -> str | None:
 
 def connect_source(cfg: Config) -> pymysql.connections.Connection:
     """A connection to the source for the pre-flight checks (SourceError naming the keys to fix)."""
-    from pipeline.capture.server_check import connect
+    from pipeline.source.connect import connect
 
-    try:
-        return connect(cfg.source)
-    except SourceError as e:
-        raise SourceError(e.message, hint="check source.host/port/user/password in " + cfg.file
-                          + " and that the server is running") from None
+    return connect(cfg.source, hint="check source.host/port/user/password in " + cfg.file
+                   + " and that the server is running")
 
 
 def check_against_source(cfg: Config, mappings: tuple[Mapping, ...], conn: Any = None) -> list[SourceFk]:

@@ -135,6 +135,12 @@ class DbMapping(Section):
         """``database.table``, or ``database.*`` for a mirrored database."""
         return f"{self.database}.{'*' if self.mirrorDb else self.table}"
 
+    @property
+    def column_pairs(self) -> tuple[tuple[str, str], ...]:
+        """``(target column, source column)`` of every mapped column (targetColumns merged with
+        the primary key's)."""
+        return self._pairs
+
     def matches(self, database: str, table: str) -> bool:
         """Whether changes of ``database.table`` feed this mapping (caseInsensitive aware)."""
         if not same_name(database, self.database, self.caseInsensitive):

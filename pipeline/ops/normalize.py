@@ -22,9 +22,11 @@ from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from pipeline.source.mysqltypes import BINARY_TYPES, GEOMETRY_TYPES, float32_text
+
 INT_TYPES = {"tinyint", "smallint", "mediumint", "int", "integer", "bigint", "year"}
-BINARY_TYPES = {"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob", "geometry", "point",
-                "linestring", "polygon", "multipoint", "multilinestring", "multipolygon", "geometrycollection"}
+#: values compared as bytes: binary strings and geometry (MySQL 8's ``geomcollection`` as text, as before)
+BLOB_TYPES = (BINARY_TYPES | GEOMETRY_TYPES) - {"geomcollection"}
 ZERO = "<zero date>"
 
 
@@ -177,7 +179,7 @@ def normalizer(data_type: str, column_type: str = "") -> Callable[[Any], Any]:
         return _time
     if t == "json":
         return _json
-    if t in BINARY_TYPES:
+    if t in BLOB_TYPES:
         return _binary
     if t == "char":
         return _char
@@ -207,15 +209,6 @@ def _f32(x: float) -> float:
         return float(np.float32(x))
 
 
-def _float32_text(v: float) -> str:
-    f = _f32(float(v))
-    for p in range(1, 10):
-        text = "%.*g" % (p, f)
-        if _f32(float(text)) == f:
-            return repr(float(text))
-    return repr(f)
-
-
 def dml_text(data_type: str, column_type: str, v: Any) -> str | None:
     """The capture's text for a value pymysql read from the source (session time zone UTC)."""
     if v is None:
@@ -227,7 +220,7 @@ def dml_text(data_type: str, column_type: str, v: Any) -> str | None:
     if t == "year":
         return "%04d" % int(v)
     if t == "float":
-        return _float32_text(v)
+        return float32_text(_f32(float(v)))
     if t in ("double", "real"):
         return repr(float(v))
     if t in ("datetime", "timestamp"):

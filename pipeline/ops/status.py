@@ -101,7 +101,8 @@ def binlog_behind(stored: dict[str, Any] | None, end: tuple[str, int], logs: lis
 
 def source_end(cfg: Config) -> tuple[tuple[str, int], list[tuple[str, int]]]:
     """The server's current binlog end and its binlog files with sizes."""
-    from pipeline.capture.server_check import connect, master_status
+    from pipeline.capture.server_check import master_status
+    from pipeline.source.connect import connect
 
     conn = connect(cfg.source)
     try:

@@ -119,12 +119,11 @@ def _first_line(e: BaseException) -> str:
 
 
 def _verify_rdb(src_conn: Any, mapping: Any, target: Any, chunk: int, recheck: float) -> list[TableDiff]:
-    from adapters.rdb.engine import engine_for
+    from adapters.rdb.verify import read_connection
 
     with src_conn.cursor() as cur:
         pairs = pairs_for(cur, mapping)
-    engine = engine_for(target)
-    raw = engine.raw_connection()
+    raw = read_connection(target)
     out = []
     try:
         src = Side(src_conn, "mysql")

@@ -317,9 +317,6 @@ def _target_pk(spec: Any, source: str) -> str:
 
 def connect_source(cfg: Any) -> pymysql.connections.Connection:
     """A source connection with the session time zone at UTC (TIMESTAMPs as stored instants)."""
-    from pipeline.capture.server_check import connect
+    from pipeline.source.connect import UTC_SESSION, connect
 
-    conn = connect(cfg.source)
-    with conn.cursor() as cur:
-        cur.execute("SET time_zone = '+00:00'")
-    return conn
+    return connect(cfg.source, session=(UTC_SESSION,))

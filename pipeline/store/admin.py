@@ -165,7 +165,8 @@ def drop_from(store: BatchStore, first: int) -> dict[str, Any]:
     return pos
 
 
-def _lock_holders(store: BatchStore) -> dict[str, Any]:
+def lock_holders(store: BatchStore) -> dict[str, Any]:
+    """Who holds the store's locks (capture, each group's apply), for ``status`` (files and Kafka)."""
     holders: dict[str, Any] = {}
     try:
         names = sorted(os.listdir(store.lock_dir))
@@ -211,5 +212,5 @@ def status(store: BatchStore) -> dict[str, Any]:
         "rows": sum(m.rows for m in metas),
         "last_position": store.last_position(),
         "groups": groups,
-        "locks": _lock_holders(store),
+        "locks": lock_holders(store),
     }

@@ -3,6 +3,12 @@
 The source runs with binlog ROW, FULL row image, ``binlog_row_metadata=FULL``, a server id,
 GTIDs, and a non-UTC ``default_time_zone`` with DST (America/New_York, time zone tables
 loaded) while the process itself runs under TZ=Asia/Kolkata, so naive-time bugs show.
+
+Both offer TLS: a throw-away CA, a server certificate for 127.0.0.1 and a client certificate, made
+once with ``openssl`` in ``<home>/tls`` (``info["ssl_ca"]``, ``["ssl_cert"]``, ``["ssl_key"]``), so a
+test can create a user ``REQUIRE X509`` and check that every source connection uses the configured
+TLS settings (pymysql tries TLS on its own, but presents a client certificate only when told).
+TLS stays optional for other users.
 """
 
 from __future__ import annotations
@@ -46,7 +52,33 @@ class MariaDB(Service):
         env = dict(os.environ, MYSQL_PWD="" if socket else info.get("password", ""))
         return run(cmd, env=env, timeout=60).stdout.strip()
 
+    @staticmethod
+    def _tls(home: Path) -> Path:
+        """A CA, a server certificate for 127.0.0.1 and a client certificate in ``home/tls`` (made
+        once; kept)."""
+        d = home / "tls"
+        if (d / "client-cert.pem").exists():
+            return d
+        d.mkdir(parents=True, exist_ok=True)
+        ca, ca_key, key, csr = d / "ca.pem", d / "ca-key.pem", d / "server-key.pem", d / "server.csr"
+        run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "3650", "-subj", "/CN=sluice-test-ca",
+             "-keyout", str(ca_key), "-out", str(ca)], timeout=60)
+        run(["openssl", "req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1",
+             "-keyout", str(key), "-out", str(csr)], timeout=60)
+        ext = d / "san.cnf"
+        ext.write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+        run(["openssl", "x509", "-req", "-in", str(csr), "-CA", str(ca), "-CAkey", str(ca_key), "-CAcreateserial",
+             "-days", "3650", "-extfile", str(ext), "-out", str(d / "server-cert.pem")], timeout=60)
+        run(["openssl", "req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=sluice-client",
+             "-keyout", str(d / "client-key.pem"), "-out", str(csr)], timeout=60)
+        tmp = d / "client-cert.pem.tmp"
+        run(["openssl", "x509", "-req", "-in", str(csr), "-CA", str(ca), "-CAkey", str(ca_key), "-CAcreateserial",
+             "-days", "3650", "-out", str(tmp)], timeout=60)
+        tmp.rename(d / "client-cert.pem")  # last: its presence means the set is complete
+        return d
+
     def _cnf(self, home: Path, port: int, with_tz: bool) -> Path:
+        tls = self._tls(home)
         lines = [
             "[mariadbd]",
             "user=root",
@@ -65,6 +97,9 @@ class MariaDB(Service):
             "innodb_flush_log_at_trx_commit=2",
             "max_connections=300",
             "performance_schema=OFF",
+            f"ssl-ca={tls / 'ca.pem'}",
+            f"ssl-cert={tls / 'server-cert.pem'}",
+            f"ssl-key={tls / 'server-key.pem'}",
         ]
         if self.source:
             lines += [
@@ -91,7 +126,8 @@ class MariaDB(Service):
         home = ctx.home(self.name)
         port = ctx.port(self.name)
         info = {"host": "127.0.0.1", "port": port, "user": "root", "password": ROOT_PASSWORD,
-                "time_zone": TIME_ZONE, "process_tz": PROCESS_TZ}
+                "time_zone": TIME_ZONE, "process_tz": PROCESS_TZ, "ssl_ca": str(home / "tls" / "ca.pem"),
+                "ssl_cert": str(home / "tls" / "client-cert.pem"), "ssl_key": str(home / "tls" / "client-key.pem")}
         fresh = not (home / "data" / "mysql").exists()
         if fresh:
             reset_dir(home / "data")

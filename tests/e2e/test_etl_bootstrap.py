@@ -22,7 +22,7 @@ import pymysql
 import pytest
 from elasticsearch import Elasticsearch
 
-from adapters.hbase.readback import read_rows
+from adapters.hbase.verify import read_rows
 from pipeline.mapping import load_mapping
 from tests.support import sysbench
 from tests.support.compare import diff_databases

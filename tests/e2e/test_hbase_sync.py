@@ -19,7 +19,7 @@ import happybase
 import pymysql
 import pytest
 
-from adapters.hbase.readback import read_rows
+from adapters.hbase.verify import read_rows
 from pipeline.mapping import load_mapping
 from tests.support.deploy import REPO, write_deployment
 

@@ -23,8 +23,8 @@ from adapters import registry
 from adapters.base import Change
 from adapters.es import EsTarget, make_writer, target_from_adapter
 from adapters.es.chunk import ChunkApplier
-from adapters.es.documents import doc_plan
 from adapters.es.errors import EsItemError, EsTransientError, from_exception, item_error
+from adapters.es.plan import doc_plan
 from adapters.opensearch import errors as os_errors
 from adapters.opensearch import target_from_adapter as os_target_from_adapter
 from pipeline.config import OuterAdapter, parse_config
@@ -206,7 +206,7 @@ def test_relations_documents_carry_join_field_and_routing():
     types = {"id": "bigint(20)", "name": "varchar(20)"}
     plan = doc_plan(parent)
     app = ChunkApplier(EsTarget(("http://127.0.0.1:1",)), plan, parent, None)
-    from adapters.es.documents import Op
+    from adapters.es.plan import Op
     op = Op("index_row", {"id": "7", "name": "ann"}, types, {"id": "id", "name": "name"})
     app._resolve_ids([op])
     actions, _ = app._row_actions([op])

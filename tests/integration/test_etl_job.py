@@ -14,7 +14,7 @@ import yaml
 from pipeline.config import SparkConfig, load_config
 from pipeline.errors import StoreError
 from pipeline.etl.bootstrap import run_bootstrap
-from pipeline.etl.job import run_etl
+from pipeline.etl.driver import run_etl
 from pipeline.job.group import load_group
 from pipeline.job.session import get_spark
 from pipeline.store import BatchStore

@@ -17,7 +17,7 @@ import pytest
 
 from pipeline.capture import run_capture
 from pipeline.config import load_config
-from pipeline.etl import job as J
+from pipeline.etl import partition as P
 from pipeline.etl import source as S
 from pipeline.etl.plan import TableLoad, table_loads
 from pipeline.etl.values import row_decoder
@@ -31,10 +31,10 @@ from tests.support.golden import EVERY_TYPE
 
 def _read_all(cfg, load: TableLoad) -> list[tuple]:
     """Every raw row of every range of ``load``, in order, through the executor's pager."""
-    ctx = J.EtlContext(None, cfg.source, (load,), (), None)
+    ctx = P.EtlContext(None, cfg.source, (load,), (), None)
     out = []
     for rng in load.ranges:
-        for page in J._pages(ctx, load, rng):
+        for page in P.read_pages(ctx, load, rng):
             out += page
     return out
 

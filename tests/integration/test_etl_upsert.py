@@ -17,7 +17,7 @@ from adapters.es import make_writer as es_writer
 from adapters.es import reset_caches as es_reset
 from adapters.hbase import make_writer as hb_writer
 from adapters.hbase import target_from_adapter as hb_target
-from adapters.hbase.readback import read_rows
+from adapters.hbase.verify import read_rows
 from pipeline.config import OuterAdapter
 from pipeline.errors import TargetError
 from pipeline.mapping.model import parse_mapping

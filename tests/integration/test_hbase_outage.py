@@ -19,7 +19,7 @@ import pyarrow as pa
 import pytest
 
 from adapters.hbase import HbaseTarget, make_writer
-from adapters.hbase.readback import read_rows
+from adapters.hbase.verify import read_rows
 from pipeline.errors import TransientError
 from pipeline.job.partition import JobContext, apply_function
 from pipeline.mapping.model import parse_mapping

@@ -3,7 +3,7 @@
 The shared golden batches (tests/support/golden.py) in STRING and NATIVE mode, applied once,
 twice, in small chunks and after a partial apply followed by a full replay, must read back
 to exactly the expected source rows, and their raw row keys and cells must be the bytes
-docs/hbase.md documents (so a bug shared by the encoder and adapters/hbase/readback.py shows);
+docs/hbase.md documents (so a bug shared by the encoder and adapters/hbase/verify.py shows);
 plus canal's example mapping loaded unchanged, autoCreateTable, declared NATIVE types, row-key
 rules and the errors users meet.
 """
@@ -20,8 +20,8 @@ import pytest
 
 from adapters.base import Change
 from adapters.hbase import HbaseTarget, make_writer, target_from_adapter
-from adapters.hbase.readback import read_rows
 from adapters.hbase.values import bigdecimal_bytes, bigdecimal_text
+from adapters.hbase.verify import read_rows
 from pipeline.config import OuterAdapter
 from pipeline.errors import ConfigError, TargetError, TransientError
 from pipeline.mapping import load_mapping
@@ -219,7 +219,7 @@ def every_type_cells(mode: str) -> tuple[bytes, dict[bytes, bytes]]:
 
 @pytest.mark.parametrize("mode", MODES)
 def test_every_type_raw_cells_follow_the_documented_encoding(target, hbase, mode):
-    """The cells themselves, not read back through adapters/hbase/readback.py: a bug that encode
+    """The cells themselves, not read back through adapters/hbase/verify.py: a bug that encode
     and decode share cannot hide here. Written once and replayed: the same bytes."""
     t = golden.EVERY_TYPE
     m = mapping_for(t, mode)

@@ -9,8 +9,8 @@ import pymysql
 import pytest
 
 from adapters.rdb import RdbTarget
+from adapters.rdb.client import engine_for
 from adapters.rdb.collation import ORDERED, Folder, fold_kind, fold_values
-from adapters.rdb.engine import engine_for
 from adapters.rdb.schema import ColumnInfo
 
 #: the corpus: case, accents (composed and not), trailing spaces and other blanks, expansions,

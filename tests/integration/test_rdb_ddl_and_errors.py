@@ -8,8 +8,8 @@ import pytest
 
 from adapters.base import DdlChange
 from adapters.rdb import RdbTable, RdbTarget, make_writer
+from adapters.rdb.client import engine_for
 from adapters.rdb.ddl import rewrite_schema
-from adapters.rdb.engine import engine_for
 from pipeline.errors import TargetError, TransientError
 from tests.integration.test_rdb_conformance import MariaEnv, PgEnv, apply
 from tests.support.golden import GoldenTable

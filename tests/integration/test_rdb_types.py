@@ -8,7 +8,7 @@ import pytest
 
 from adapters.rdb import make_writer
 from adapters.rdb.values import suggest_type
-from pipeline.capture.values import float32_text
+from pipeline.source.mysqltypes import float32_text
 from tests.integration.test_rdb_conformance import Env, MariaEnv, PgEnv, apply
 from tests.support import golden
 from tests.support.golden import EVERY_TYPE, EVERY_TYPE_VALUES
@@ -149,10 +149,11 @@ def test_rendered_insert_literals_equal_the_drivers_parameters(maria):
         plan = w.plan(w.route(route, EVERY_TYPE.database, EVERY_TYPE.name), changes[0])
         raw = literals.driver_connection(w.conn)
         assert raw is not None
-        want = ",".join("(" + ",".join(raw.escape(v) for v in r) + ")" for r in w.rows(plan, changes))
+        want = ",".join("(" + ",".join(raw.escape(v) for v in r) + ")" for r in w.chunk().rows(plan, changes))
         assert literals.insert_values(plan, changes, raw) == want
         for c in changes:  # row by row too (a column without NULLs takes the fast branch)
-            assert literals.insert_values(plan, [c], raw) == "(" + ",".join(map(raw.escape, w.rows(plan, [c])[0])) + ")"
+            row = w.chunk().rows(plan, [c])[0]
+            assert literals.insert_values(plan, [c], raw) == "(" + ",".join(map(raw.escape, row)) + ")"
         bad = EVERY_TYPE.insert({**full, "id": "4", "u64": "12x"})
         assert literals.insert_values(plan, [bad], raw) is None
     finally:
@@ -168,7 +169,7 @@ def test_large_values_are_cut_into_statements_within_the_byte_budget(maria):
     """A table with a LOB column: rendered multi-row INSERTs stay under maxStatementBytes."""
     import dataclasses
 
-    from adapters.rdb import ops
+    from adapters.rdb import chunk
 
     t = golden.GoldenTable("lob", (("id", "int(11)"), ("body", "mediumtext")), pk=("id",))
     route = maria.create(t)
@@ -179,7 +180,7 @@ def test_large_values_are_cut_into_statements_within_the_byte_budget(maria):
     try:
         changes = [t.insert(r) for r in rows]
         plan = w.plan(w.route(route, t.database, t.name), changes[0])
-        cuts = ops.chunks(w, plan, changes, 2, row_size=lambda c: ops._size(plan.getter(c.data)))
+        cuts = w.chunk().chunks(plan, changes, 2, row_size=lambda c: chunk.row_bytes(plan.getter(c.data)))
         assert len(cuts) > 3 and cuts[0][0] == 0 and cuts[-1][1] == 40
         w.apply(route, changes)
         w.commit()
@@ -190,7 +191,7 @@ def test_large_values_are_cut_into_statements_within_the_byte_budget(maria):
 
 
 def test_rendered_updates_set_every_type_as_the_drivers_parameters(maria):
-    """MySQL UPDATE runs render key and set values as literals too (ops.update_rendered): each
+    """MySQL UPDATE runs render key and set values as literals too (ChunkApply.update_rendered): each
     literal is what pymysql makes of the converted value as a bound parameter, and rows updated
     from all-NULL to the every-type values (one multi-row statement, then a single-row one)
     read back equal, as inserted rows do."""
@@ -209,7 +210,7 @@ def test_rendered_updates_set_every_type_as_the_drivers_parameters(maria):
         plan = w.plan(w.route(route, EVERY_TYPE.database, EVERY_TYPE.name), ups[0])
         raw = literals.driver_connection(w.conn)
         order = plan.key_pos + plan.set_columns(ups[0])
-        rows = w.rows(plan, ups)
+        rows = w.chunk().rows(plan, ups)
         assert literals.literal_columns(plan, ups, order, raw) == [[raw.escape(r[i]) for r in rows] for i in order]
     finally:
         w.rollback()

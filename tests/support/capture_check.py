@@ -99,8 +99,9 @@ def write_config(db: dict[str, Any], tmp_path: Any, include: str, *, max_rows: i
 
 def mark_start(config_path: str) -> dict[str, Any]:
     """Set the store's start position to the server's current position (before a workload)."""
-    from pipeline.capture.server_check import connect, current_position, inspect_server
+    from pipeline.capture.server_check import current_position, inspect_server
     from pipeline.config import load_config
+    from pipeline.source.connect import connect
 
     cfg = load_config(config_path)
     st = BatchStore(cfg.store_dir())

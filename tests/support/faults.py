@@ -328,7 +328,7 @@ class Deployment:
             return {h["_id"]: {k: _text(h["_source"].get(k)) for k in cols} for h in hits}
         import happybase
 
-        from adapters.hbase.readback import read_rows
+        from adapters.hbase.verify import read_rows
         from pipeline.mapping import load_mapping
 
         m = load_mapping(self.tmp / "mappings" / f"hbase/{table}.yml")

@@ -368,8 +368,8 @@ def test_random_adapter_properties_raise_only_config_errors(props, hosts):
     """What the job builds from ``outerAdapters[].properties`` (RDB, ES and OpenSearch targets)."""
     from types import SimpleNamespace
 
-    from adapters.es.config import target_from_adapter as es_target
-    from adapters.opensearch.config import target_from_adapter as os_target
+    from adapters.es.factory import target_from_adapter as es_target
+    from adapters.opensearch.factory import target_from_adapter as os_target
     from adapters.rdb import RdbTarget
 
     for build in (lambda: RdbTarget.from_properties(props, "c.yml", "k"),

@@ -1,4 +1,4 @@
-"""Executor-side dead-lettering (``_PartitionRun.flush``) with an in-memory writer: good rows
+"""Executor-side dead-lettering (``ChunkRunner.flush``) with an in-memory writer: good rows
 commit in order, each bad row is isolated, later changes of its key wait behind it, and errors
 that are not caused by a row never go to the dead-letter store."""
 
@@ -10,7 +10,8 @@ import pytest
 
 from adapters.base import ApplyStats, Change
 from pipeline.errors import RowError, TargetError, TransientError
-from pipeline.job.partition import JobContext, _PartitionRun
+from pipeline.job.chunks import ChunkRunner
+from pipeline.job.partition import JobContext
 from pipeline.mapping import parse_mapping_text
 
 MAPPING = """{dl}dbMapping:
@@ -58,12 +59,12 @@ class FakeWriter:
         pass
 
 
-def _run(tmp_path, dead_letter: bool, blocked: frozenset = frozenset()) -> _PartitionRun:
+def _run(tmp_path, dead_letter: bool, blocked: frozenset = frozenset()) -> ChunkRunner:
     FakeWriter.committed, FakeWriter.fail_with, FakeWriter.transient_left = [], None, 0
     m = parse_mapping_text(MAPPING.format(dl="deadLetter: true\n" if dead_letter else ""), "m.yml")
     ctx = JobContext((m,), ("rdb:t",), {"rdb:t": ("rdb", None)}, dead_letter_dir=str(tmp_path / "round"),
                      blocked=blocked, backoff_max=0.0)
-    run = _PartitionRun(ctx, 3)
+    run = ChunkRunner(ctx, 3)
     run._make_writer = lambda kind, target, mappings: FakeWriter(target, mappings)
     return run
 

@@ -9,7 +9,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from pipeline.config import parse_config
 from pipeline.errors import ConfigError
-from pipeline.ops.accumulators import CountsParam, merge, partition_counts
+from pipeline.job.accumulators import CountsParam, merge, partition_counts
 from pipeline.ops.metrics import prometheus_text, write_metrics
 
 REC = {

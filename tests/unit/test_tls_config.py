@@ -11,8 +11,8 @@ from types import SimpleNamespace
 import certifi
 import pytest
 
-from adapters.es.config import target_from_adapter as es_target
-from adapters.opensearch.config import target_from_adapter as os_target
+from adapters.es.factory import target_from_adapter as es_target
+from adapters.opensearch.factory import target_from_adapter as os_target
 from adapters.rdb import RdbTarget
 from adapters.rdb.dialects import connect_args
 from pipeline.config import parse_config
@@ -65,6 +65,33 @@ def test_source_ssl_reaches_pymysql_as_a_verifying_context(client_pem):
     assert ctx.verify_mode == ssl.CERT_REQUIRED and ctx.check_hostname
     off = parse_config({"source": {"ssl": {"ca": CA, "check_hostname": "no"}}}, F, env={})
     assert not pymysql.connections.Connection._create_ssl_ctx(None, dict(off.source.ssl)).check_hostname
+
+
+def test_source_ssl_reaches_every_source_connection(monkeypatch, client_pem):
+    """One home builds the arguments: the capture/pre-flight/etl/verify connections and the search
+    adapters' join re-queries (for ``source`` and a data source on the same server) carry ``source.ssl``."""
+    import pymysql
+
+    from adapters.es import requery
+    from adapters.es.config import sources_of
+    from pipeline.source.connect import connect, settings
+
+    cert, key = client_pem
+    ssl_cfg = {"ca": CA, "cert": cert, "key": key}
+    cfg = parse_config({"source": {"host": "db1", "port": 3307, "ssl": ssl_cfg},
+                        "srcDataSources": {"same": {"url": "jdbc:mysql://db1:3307/shop"},
+                                           "other": {"url": "jdbc:mysql://db2:3306/crm"}}}, F, env={})
+    assert settings(cfg.source)["ssl"] == ssl_cfg
+    assert "ssl" not in settings(parse_config({}, F, env={}).source)
+    seen: list[dict] = []
+    monkeypatch.setattr(pymysql, "connect", lambda **kw: seen.append(kw) or SimpleNamespace(close=lambda: None))
+    connect(cfg.source)
+    named, default = sources_of(cfg)
+    dbs = dict(named)
+    for db in (default, dbs["same"], dbs["other"]):
+        requery._connect(db)
+    assert [kw.get("ssl") for kw in seen] == [ssl_cfg, ssl_cfg, ssl_cfg, None]
+    assert all(kw["autocommit"] and kw["charset"] == "utf8mb4" for kw in seen)
 
 
 # ---- RDB targets ------------------------------------------------------------------------------

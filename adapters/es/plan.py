@@ -76,6 +76,11 @@ class DocPlan:
         return dict(self.obj_fields).get(field)
 
 
+def reset() -> None:
+    """Forget the cached document plans (the job calls this after DDL)."""
+    _plans.clear()
+
+
 def _same(name: str, schema: str | None, database: str, table: str) -> bool:
     return name.casefold() == table.casefold() and (schema is None or schema.casefold() == database.casefold())
 

@@ -1,0 +1,25 @@
+"""The HBase adapter's entry points, with the signatures every adapter's factory.py has
+(adapters/README.md)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from adapters.hbase.config import HbaseTarget, target_of
+from adapters.hbase.writer import HbaseWriter
+
+
+def target_from_adapter(adapter: Any, file: str, key: str, cfg: Any = None) -> HbaseTarget:
+    """The target of one ``outerAdapters`` entry (``name: hbase``); errors name ``file``/``key``
+    (``cfg``, the deployment, is not needed here)."""
+    return target_of(adapter, file, key)
+
+
+def make_writer(target: HbaseTarget, mappings: tuple[Any, ...]) -> HbaseWriter:
+    """A new, unopened writer for ``target`` applying ``mappings`` (Mappings with an hbaseMapping)."""
+    return HbaseWriter(target, tuple(mappings))
+
+
+def key_rules(target: HbaseTarget, target_id: str, mappings: list[tuple[int, Any]]) -> None:
+    """None: plain key hashing (row keys compare as bytes)."""
+    return None

@@ -1,0 +1,42 @@
+"""The RDB adapter's entry points, with the signatures every adapter's factory.py has
+(adapters/README.md): the target of an ``outerAdapters`` entry, a writer, the partition rules."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from adapters.rdb.config import RdbTarget
+from adapters.rdb.writer import RdbWriter
+
+
+def make_writer(target: RdbTarget, mappings: tuple[Any, ...]) -> RdbWriter:
+    """A new, unopened writer for ``target`` applying ``mappings`` (RdbTable or dbMapping Mappings)."""
+    return RdbWriter(target, tuple(mappings))
+
+
+def target_from_adapter(adapter: Any, file: str, key: str, cfg: Any = None) -> RdbTarget:
+    """The target of one ``outerAdapters`` entry (``name: rdb``); errors name ``file``/``key``
+    (``cfg``, the deployment, is not needed here)."""
+    props = dict(getattr(adapter, "properties", None) or {})
+    target = RdbTarget.from_properties(props, file, key)
+    if getattr(adapter, "key", None) and not target.key:
+        from dataclasses import replace
+        target = replace(target, key=adapter.key)
+    return target
+
+
+def key_rules(target: RdbTarget, target_id: str, mappings: list[tuple[int, Any]]):
+    """How the job partitions these mappings' changes (:func:`adapters.rdb.keys.key_rules`), read
+    from the target's schema on the driver."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from adapters.rdb import keys
+    from adapters.rdb.client import engine_for
+    from adapters.rdb.dialects import dialect_of
+    from adapters.rdb.errors import classify
+
+    try:
+        with engine_for(target).connect() as conn:
+            return keys.key_rules(conn, target, target_id, dialect_of(target).family, mappings)
+    except SQLAlchemyError as e:
+        raise classify(e, target, table="(schema)", action="read the keys and foreign keys of") from None

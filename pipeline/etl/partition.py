@@ -1,0 +1,197 @@
+"""What runs on an executor in a full load: one task per key range.
+
+Each task pages through its range by key (:class:`~pipeline.etl.plan.TableLoad`), reading the
+next pages on a second thread while the current one is written, turns each row into
+``Change(kind="UPSERT")`` with capture's value strings, and applies chunks of ``commitBatch``
+through the sync job's :class:`~pipeline.job.chunks.ChunkRunner` (writers from the registry,
+one transaction per chunk, transient errors retried with backoff). A broken source connection
+is reopened and the range continues after the last key read. It reports its running row
+count to the driver (:mod:`pipeline.etl.progress`) and returns exactly one result row
+(:func:`pipeline.job.partition.result_batch`): counts, or the error with its table and key.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from adapters.base import Change
+from pipeline.config import SourceConfig
+from pipeline.errors import SluiceError, TransientError
+from pipeline.etl import source as S
+from pipeline.etl.plan import TableLoad
+from pipeline.etl.progress import ProgressSink
+from pipeline.etl.values import row_decoder
+from pipeline.job.chunks import ChunkRunner
+from pipeline.job.partition import JobContext, result_batch
+
+READ_RETRIES = 5
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One Spark task: one key range of one table load."""
+
+    uid: int
+    load: int      # index into the job's loads
+    rng: int       # index into that load's ranges
+    group: int = 0  # index into the job's groups (EtlContext.jobs)
+
+
+@dataclass(frozen=True)
+class EtlContext:
+    """Everything an executor needs (picklable)."""
+
+    jobs: tuple[JobContext, ...]   # one per group (mappings and targets), by Unit.group
+    source: SourceConfig
+    loads: tuple[TableLoad, ...]
+    units: tuple[Unit, ...]
+    progress_addr: tuple[str, int] | None = None
+
+
+def read_pages(ctx: EtlContext, load: TableLoad, rng) -> Iterator[list[tuple]]:
+    """Pages of raw rows of one range, by key; reconnects after a broken connection."""
+    nk = len(load.meta.pk)
+    after = None
+    attempt = 0
+    conn = None
+    try:
+        while True:
+            try:
+                if conn is None:
+                    conn = S.connect(ctx.source, stream=True)
+                sql, params = load.select_sql(rng, after, paged=bool(nk))
+                with conn.cursor() as cur:
+                    cur.execute(sql, params)
+                    if not nk:  # no key: one streaming read of the whole table
+                        while page := cur.fetchmany(load.read_batch):
+                            yield page
+                        return
+                    page = cur.fetchall()
+                attempt = 0
+            except Exception as e:  # noqa: BLE001 - classified here
+                if not (S.is_transient(e) or isinstance(e, TransientError)) or attempt >= READ_RETRIES or not nk:
+                    if isinstance(e, SluiceError):
+                        raise
+                    raise SluiceError(f"reading {load.meta.label} {rng} from the source failed: {e}") from None
+                attempt += 1
+                if conn is not None:
+                    try:
+                        conn.close()
+                    except Exception:  # noqa: BLE001
+                        pass
+                conn = None
+                time.sleep(min(10.0, 0.5 * 2 ** attempt))
+                continue
+            if not page:
+                return
+            yield page
+            if len(page) < load.read_batch:
+                return
+            after = tuple(page[-1][:nk])
+    finally:
+        if conn is not None:
+            conn.close()
+
+
+def _prefetched(pages: Iterator[list[tuple]], depth: int = 2) -> Iterator[list[tuple]]:
+    """Read the next pages in a thread while the caller writes the current one: the source's
+    and the target's round trips overlap (both release the GIL while waiting)."""
+    q: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+    end = object()
+
+    def produce() -> None:
+        try:
+            for page in pages:
+                while not stop.is_set():
+                    try:
+                        q.put(page, timeout=0.2)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    break
+            q.put(end)
+        except BaseException as e:  # noqa: BLE001 - handed to the consumer
+            q.put(e)
+        finally:
+            close = getattr(pages, "close", None)
+            if close is not None and stop.is_set():
+                close()
+
+    t = threading.Thread(target=produce, name="etl-reader", daemon=True)
+    t.start()
+    try:
+        while True:
+            item = q.get()
+            if item is end:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        while t.is_alive():
+            try:
+                q.get_nowait()
+            except queue.Empty:
+                t.join(timeout=0.2)
+
+
+def _load_unit(ctx: EtlContext, unit: Unit, pid: int) -> pa.RecordBatch:
+    load = ctx.loads[unit.load]
+    rng = load.ranges[unit.rng]
+    meta = load.meta
+    nk = len(meta.pk)
+    decode = row_decoder(meta.columns)
+    types = meta.mysql_types()
+    db, table, pk = meta.database, meta.table, meta.pk
+    t0 = time.monotonic()
+    run = ChunkRunner(ctx.jobs[unit.group], pid)
+    progress = ProgressSink(ctx.progress_addr, unit.uid)
+    read = 0
+    current: Change | None = None
+    try:
+        buf: list[Change] = []
+        for page in _prefetched(read_pages(ctx, load, rng)):
+            for raw in page:
+                current = Change("UPSERT", db, table, decode(raw[nk:]), None, pk, types)
+                buf.append(current)
+                if len(buf) >= load.commit_batch:
+                    run.flush(load.midx, buf)
+                    buf = []
+                    progress.send(run.rows)
+            read += len(page)
+        if buf:
+            run.flush(load.midx, buf)
+        run.close()
+        progress.send(run.rows, force=True)
+    except Exception as e:  # noqa: BLE001 - every failure becomes this range's result
+        run.abort()
+        if not isinstance(e, SluiceError):
+            e = SluiceError(f"{type(e).__name__}: {e}")
+        key = getattr(e, "key", None) or (", ".join(f"{n}={current.data.get(n)!r}" for n in pk) if current else None)
+        table = getattr(e, "table", None) or meta.label
+        return result_batch(unit.uid, False, run.rows, run.stats, t0, str(e), table, key)
+    finally:
+        progress.close()
+    return result_batch(unit.uid, True, read, run.stats, t0)
+
+
+def load_function(ctx: EtlContext):
+    """The ``mapInArrow`` function: each input row is a unit id."""
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyspark import TaskContext
+
+        tc = TaskContext.get()
+        pid = tc.partitionId() if tc else 0
+        for batch in batches:
+            for uid in batch.column(0).to_pylist():
+                yield _load_unit(ctx, ctx.units[uid], pid)
+    return run

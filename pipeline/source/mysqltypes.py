@@ -1,0 +1,96 @@
+"""MySQL/MariaDB type names and value text rules, in one place.
+
+* :func:`parse_type`: a column type string as capture writes it into ``mysqlType`` (or as
+  ``information_schema.COLUMNS.COLUMN_TYPE`` spells it) -> its base name, the text between its
+  parentheses and whether it is unsigned: ``"decimal(10,2) unsigned"`` -> ``decimal``, ``10,2``,
+  unsigned; ``"enum('a','b')"`` -> ``enum``, ``'a','b'``.
+* :data:`BINARY_TYPES`, :data:`GEOMETRY_TYPES`: the binary string and spatial type names (a
+  binary string's capture text is ISO-8859-1, one character per byte; a geometry's is the upper-case
+  hex of MySQL's internal value).
+* :func:`float32_text`: the capture's text of a FLOAT (the shortest decimal that reads back as
+  the same float32), used by capture, the full load, the HBase read-back and ``verify``.
+* :func:`quote_ident`: a backquoted identifier (`` ` `` doubled).
+
+Capture, the full load (``pipeline/etl``), ``verify`` and every adapter's ``values.py`` use these,
+so a new type or a changed rule has one home.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+from dataclasses import dataclass
+from functools import lru_cache
+
+#: binary strings: capture text is ISO-8859-1 (one character per byte)
+BINARY_TYPES = frozenset({"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob"})
+#: spatial types (``geomcollection``: MySQL 8's DATA_TYPE of GEOMETRYCOLLECTION)
+GEOMETRY_TYPES = frozenset({"geometry", "point", "linestring", "polygon", "multipoint", "multilinestring",
+                            "multipolygon", "geometrycollection", "geomcollection"})
+#: exact numeric types (and their synonyms)
+DECIMAL_TYPES = frozenset({"decimal", "numeric", "dec", "fixed"})
+
+_TYPE_RE = re.compile(r"\s*([a-z]+)\s*(?:\(([^)]*)\))?\s*(.*)", re.S)
+_WIDTH_RE = re.compile(r"\d+")
+_F32 = struct.Struct("<f")
+
+
+@dataclass(frozen=True)
+class MysqlType:
+    """A parsed column type: base name (lower case; ``""`` if none), the text between its
+    parentheses (``""`` if none) and whether it is unsigned."""
+
+    base: str
+    args: str = ""
+    unsigned: bool = False
+
+    @property
+    def width(self) -> int | None:
+        """The leading number in the parentheses (``bit(12)`` -> 12, ``decimal(10,2)`` -> 10), if any."""
+        m = _WIDTH_RE.match(self.args)
+        return int(m.group()) if m else None
+
+    @property
+    def binary(self) -> bool:
+        return self.base in BINARY_TYPES
+
+    @property
+    def geometry(self) -> bool:
+        return self.base in GEOMETRY_TYPES
+
+
+@lru_cache(maxsize=4096)
+def parse_type(mysql_type: str | None) -> MysqlType:
+    """``"bigint(20) unsigned"`` -> ``MysqlType("bigint", "20", True)``; no type -> base ``""``."""
+    m = _TYPE_RE.match((mysql_type or "").lower())
+    if not m:
+        return MysqlType("")
+    return MysqlType(m.group(1), m.group(2) or "", "unsigned" in m.group(3))
+
+
+def base_type(mysql_type: str | None) -> str:
+    """The base name of a column type (``"int(10) unsigned"`` -> ``int``; none -> ``""``)."""
+    return parse_type(mysql_type).base
+
+
+def is_binary(mysql_type: str | None) -> bool:
+    """True for BINARY/VARBINARY/BLOB columns (capture text = ISO-8859-1, one char per byte)."""
+    return parse_type(mysql_type).base in BINARY_TYPES
+
+
+def float32_text(x: float) -> str:
+    """Shortest decimal text that reads back as the same float32 value (``x`` is one)."""
+    pack, unpack = _F32.pack, _F32.unpack
+    for digits in range(1, 10):
+        s = "%.*g" % (digits, x)
+        try:
+            if unpack(pack(float(s)))[0] == x:
+                return repr(float(s))
+        except OverflowError:  # rounded past float32's range (e.g. 3.403e+38)
+            continue
+    return repr(x)  # pragma: no cover - 9 digits always round-trip a float32
+
+
+def quote_ident(name: str) -> str:
+    """A backquoted MySQL identifier (a backquote in the name doubled)."""
+    return "`" + name.replace("`", "``") + "`"
