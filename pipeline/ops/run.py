@@ -5,9 +5,11 @@ One call = one scheduled run (cron, Airflow). Problems come out as early as they
 1. the store is opened and probed for writing (not writable: StoreError, nothing runs);
 2. every selected group's mapping files are loaded (a broken file: that group is skipped);
 3. capture, under the store's capture lock;
-4. each group with pending rows takes its apply lock (held by another job: skipped) and runs
-   its pre-flight checks (source and target reachable, mappings fit their tables);
-5. only then is Spark started, once, for the groups that passed, and each is synced.
+4. each group with pending rows takes its apply lock (held by another job: skipped); when one
+   holds its lock, Spark starts (once, in a thread: the JVM's start overlaps the next step);
+5. each locked group runs its pre-flight checks (source and target reachable, mappings fit their
+   tables; a failing group is skipped) and the groups that passed are synced. Spark does not
+   start when nothing is pending or every group is locked by another job.
 
 It never stops half-way on an error: a failed capture still lets the groups apply what is
 already stored, a failed group does not stop the others. Every outcome, errors included, is
@@ -23,6 +25,7 @@ Exit codes (docs/operations.md, :mod:`pipeline.exitcodes`): 0 work done, 1 a sta
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
@@ -95,8 +98,6 @@ def run_once(cfg: Config, *, groups: list[str] | None = None, spark_factory: Cal
     from pipeline.capture import run_capture
 
     capture_fn = capture_fn or run_capture
-    if sync_fn is None:
-        from pipeline.job.driver import run_sync as sync_fn
     load_fn, check_fn = load_fn or _load, check_fn or _check
     group_ids = list(groups) if groups is not None else [g.groupId for g in cfg.groups]
     for g in group_ids:
@@ -118,9 +119,13 @@ def run_once(cfg: Config, *, groups: list[str] | None = None, spark_factory: Cal
         if capture:
             _capture(cfg, capture_fn, rec)
         with ExitStack() as held:
-            ready = _prepare_groups(cfg, store, plans, check_fn, rec, held)
+            locked = _lock_groups(store, plans, rec, held)
+            factory = _prestart(spark_factory, sum(before["rows"] for _, _, before, _ in locked)) or spark_factory
+            if sync_fn is None:  # imported while the JVM starts
+                from pipeline.job.driver import run_sync as sync_fn
+            ready = _check_groups(cfg, store, locked, check_fn, rec)
             pending = sum(before["rows"] for _, _, before in ready)
-            spark = _start_spark(spark_factory, ready, store, rec, pending) if ready else None
+            spark = _start_spark(factory, ready, store, rec, pending) if ready else None
             if spark is False:
                 ready = []
             for g, plan, before in ready:
@@ -203,12 +208,12 @@ def _capture(cfg: Config, capture_fn: Callable[..., Any], rec: dict[str, Any]) -
         log.error("capture failed", exc_info=True)
 
 
-def _prepare_groups(cfg: Config, store: ChangeLog, plans: dict[str, Any],
-                    check_fn: Callable[[Config, Any, ChangeLog], None], rec: dict[str, Any],
-                    held: ExitStack) -> list[tuple[str, Any, dict]]:
-    """The groups to sync, each with its apply lock held (entered on ``held``) and its checks
-    passed, all before Spark starts; groups with nothing pending are noted (empty batches acked)."""
-    ready = []
+def _lock_groups(store: ChangeLog, plans: dict[str, Any], rec: dict[str, Any], held: ExitStack
+                 ) -> list[tuple[str, Any, dict, ExitStack]]:
+    """The groups with rows pending, each with its apply lock taken (its own stack, entered on
+    ``held``); groups with nothing pending are noted (empty batches acked), a group another job
+    applies is refused (recorded) -- all before Spark starts."""
+    locked = []
     for g, plan in plans.items():
         cursor = store.cursor(g)
         pend = store.pending(g)
@@ -218,23 +223,70 @@ def _prepare_groups(cfg: Config, store: ChangeLog, plans: dict[str, Any],
             rec["sync"][g] = {"group": g, "batches": len(pend), "rows": 0, "seconds": 0.0, "rows_per_s": 0.0,
                               "cursor": acked, "note": "nothing pending", "pending_before": before}
             continue
+        mine = held.enter_context(ExitStack())
+        try:
+            mine.enter_context(store.apply_lock(g))  # another job applies g: refused before Spark starts
+        except SluiceError as e:
+            _not_started(store, g, before, e, rec, time.monotonic())
+            continue
+        locked.append((g, plan, before, mine))
+    return locked
+
+
+def _check_groups(cfg: Config, store: ChangeLog, locked: list[tuple[str, Any, dict, ExitStack]],
+                  check_fn: Callable[[Config, Any, ChangeLog], None], rec: dict[str, Any]
+                  ) -> list[tuple[str, Any, dict]]:
+    """The locked groups whose pre-flight checks pass (source and target reachable, mappings fit
+    their tables); a failing group is recorded and its lock released."""
+    ready = []
+    for g, plan, before, mine in locked:
         ts = time.monotonic()
         try:
-            with ExitStack() as mine:
-                mine.enter_context(store.apply_lock(g))  # another job applies g: refused before Spark starts
-                check_fn(cfg, plan, store)
-                held.enter_context(mine.pop_all())
+            check_fn(cfg, plan, store)
         except SluiceError as e:
-            stage = "config" if e.exit_code == EXIT_INVALID else "sync"
-            rec["errors"].append(_error(stage, e, g))
-            log.error("group not started", group=g, error=e.message)
-            why = ("another job applies this group (locked)" if isinstance(e, LockHeldError) else
-                   "its mappings do not fit their tables (see the error)" if stage == "config" else
-                   "its pre-flight check failed (see the error)")
-            rec["sync"][g] = {**_failed_sync(store, g, before, ts), "note": why}
+            mine.close()
+            _not_started(store, g, before, e, rec, ts)
             continue
         ready.append((g, plan, before))
     return ready
+
+
+def _not_started(store: ChangeLog, g: str, before: dict, e: SluiceError, rec: dict[str, Any], ts: float) -> None:
+    stage = "config" if e.exit_code == EXIT_INVALID else "sync"
+    rec["errors"].append(_error(stage, e, g))
+    log.error("group not started", group=g, error=e.message)
+    why = ("another job applies this group (locked)" if isinstance(e, LockHeldError) else
+           "its mappings do not fit their tables (see the error)" if stage == "config" else
+           "its pre-flight check failed (see the error)")
+    rec["sync"][g] = {**_failed_sync(store, g, before, ts), "note": why}
+
+
+def _prestart(spark_factory: Callable[[int], Any] | None, pending: int) -> Callable[[int], Any] | None:
+    """Start the Spark session now, in a thread, for the ``pending`` rows of the groups whose
+    locks were taken, so the JVM's start (most of a small run's time) overlaps their pre-flight
+    checks and the driver's imports; returns the factory that waits for it. None (nothing
+    pending): Spark does not start. When every group then fails its checks, the session started
+    goes unused (it ends with the process; ``--follow`` keeps it for the next round)."""
+    if spark_factory is None or pending == 0:
+        return None
+    box: dict[str, Any] = {}
+
+    def start() -> None:
+        try:
+            box["spark"] = spark_factory(pending)
+        except BaseException as e:  # noqa: BLE001 - handed to the caller of the factory
+            box["error"] = e
+
+    thread = threading.Thread(target=start, name="sluice-spark-start", daemon=True)
+    thread.start()
+
+    def started(_pending_rows: int) -> Any:
+        thread.join()
+        if "error" in box:
+            raise box["error"]
+        return box["spark"]
+
+    return started
 
 
 def _start_spark(spark_factory: Callable[[int], Any] | None, ready: list, store: ChangeLog,

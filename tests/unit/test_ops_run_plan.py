@@ -164,8 +164,8 @@ def test_a_held_group_is_refused_before_spark_starts(env):
 
 def test_a_group_with_wrong_mappings_is_left_out_and_the_run_exits_2(env):
     """A mapping file that does not load, or a mapping that does not fit its tables: that group
-    does not start (recorded, status invalid, exit 2), the other group still syncs, and Spark
-    starts only for groups that passed."""
+    does not start (recorded, status invalid, exit 2), the other group still syncs, and only the
+    groups that passed are synced."""
     cfg, store = env
     _append(store, 2)
 
@@ -189,10 +189,11 @@ def test_a_group_with_wrong_mappings_is_left_out_and_the_run_exits_2(env):
     started = []
     r = run_once(cfg, spark_factory=lambda rows: started.append(1), capture_fn=lambda cfg, follow: Cap(0, 0),
                  sync_fn=sync, with_source_lag=False, load_fn=lambda cfg, g: g, check_fn=check)
-    assert r.exit_code == EXIT_INVALID and not started and [e["stage"] for e in r.record["errors"]] == ["config"]
+    # Spark started while the checks ran (the JVM's start overlaps them) and stays unused
+    assert r.exit_code == EXIT_INVALID and started == [1] and [e["stage"] for e in r.record["errors"]] == ["config"]
 
 
-def test_failed_preflight_checks_keep_spark_from_starting(env):
+def test_failed_preflight_checks_sync_nothing(env):
     cfg, store = env
     _append(store, 2)
 
@@ -202,7 +203,8 @@ def test_failed_preflight_checks_keep_spark_from_starting(env):
     started = []
     r = run_once(cfg, spark_factory=lambda rows: started.append(1), capture_fn=lambda cfg, follow: Cap(0, 0),
                  sync_fn=FakeSync(store), with_source_lag=False, load_fn=lambda cfg, g: g, check_fn=check)
-    assert r.exit_code == EXIT_FAILED and not started
+    assert r.exit_code == EXIT_FAILED and started == [1]  # started during the checks, then unused
+    assert store.cursor("g1") == store.cursor("g2") == 0
     assert [(e["stage"], e["group"]) for e in r.record["errors"]] == [("sync", "g1"), ("sync", "g2")]
     assert r.record["sync"]["g1"]["note"] == "its pre-flight check failed (see the error)"
 
