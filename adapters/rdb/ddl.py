@@ -27,6 +27,7 @@ from adapters.base import DdlChange
 from adapters.rdb.config import RdbTable
 from adapters.rdb.errors import classify, db_text
 from pipeline.logs import get_logger
+from pipeline.source.mysqltypes import quote_ident
 
 if TYPE_CHECKING:
     from adapters.rdb.writer import RdbWriter
@@ -57,7 +58,7 @@ def rewrite_schema(sql: str, source_db: str, target_db: str, others: dict[str, s
     for i, (kind, text) in enumerate(tokens):
         name = text[1:-1].replace("``", "`") if kind == "bq" else text if kind == "word" else None
         if name in names and _next_is_dot(tokens, i) and not _prev_is_dot(tokens, i):
-            out.append("`" + names[name].replace("`", "``") + "`")
+            out.append(quote_ident(names[name]))
         else:
             out.append(text)
     return "".join(out)
@@ -98,7 +99,7 @@ def apply_ddl(w: RdbWriter, route: RdbTable | None, ddl: DdlChange) -> None:
         if spec is not None and getattr(spec, "mirrorDb", False) and spec.target_schema:
             mirrors[spec.database] = spec.target_schema
     sql = rewrite_schema(ddl.sql, ddl.database, target_db, mirrors)
-    qdb = "`" + target_db.replace("`", "``") + "`"
+    qdb = quote_ident(target_db)
     mark = (ddl.database, "%d.%d.%d" % ddl.seq, hashlib.sha1(ddl.sql.encode()).hexdigest())
     conn = w.engine().connect().execution_options(isolation_level="AUTOCOMMIT")
     try:
@@ -159,7 +160,7 @@ def _add_columns(cur, target_db: str) -> None:
     cur.execute("SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = "
                 "'_sluice_ddl_applied'", (target_db,))
     have = {r[0] for r in cur.fetchall()}
-    qdb = "`" + target_db.replace("`", "``") + "`"
+    qdb = quote_ident(target_db)
     if "scope" not in have:
         cur.execute(f"ALTER TABLE {qdb}.{LOG_TABLE} ADD COLUMN scope VARCHAR(190) NOT NULL DEFAULT ''")
     if "done" not in have:
@@ -171,7 +172,7 @@ def last_applied(w: RdbWriter, route: RdbTable, database: str, scoped: bool = Fa
     ledger records (None: no ledger, nothing replayed there). ``scoped``: only statements this
     writer's scope (store and group) replayed -- positions of another store mean nothing here."""
     target_db = route.target_schema or database
-    qdb = "`" + target_db.replace("`", "``") + "`"
+    qdb = quote_ident(target_db)
     if scoped and not _scope(w):
         return None
     conn = w.engine().connect()

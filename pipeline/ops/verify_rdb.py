@@ -28,6 +28,8 @@ from typing import Any
 
 import pymysql
 
+from pipeline.source.mysqltypes import quote_ident
+
 from .normalize import normalize_row, normalizer
 
 
@@ -120,7 +122,7 @@ class Side:
 
     def q(self, name: str) -> str:
         if self.dialect in ("mysql", "mariadb"):
-            return "`" + name.replace("`", "``") + "`"
+            return quote_ident(name)
         return '"' + name.replace('"', '""') + '"'
 
     def table(self, schema: str | None, name: str) -> str:
