@@ -96,3 +96,23 @@ def store_jars(cfg: Config) -> list[str] | None:
     from pipeline.store.kafka.sparkjars import kafka_jars
 
     return kafka_jars()
+
+
+def warm_workers(spark: SparkSession, kinds: list[str]) -> None:
+    """Run one trivial ``mapInArrow`` task that imports the executor side of the job (the chunk
+    runner and the adapters of ``kinds``): with worker reuse (Spark's default) the sync's first
+    task then finds a Python worker with its imports done and the JVM's Arrow path compiled.
+    Called in the background while the driver plans its first round; errors are ignored (only
+    a head start)."""
+    from functools import partial
+
+    spark.range(1, numPartitions=1).mapInArrow(partial(_warm, tuple(kinds)), "id long").collect()
+
+
+def _warm(kinds: tuple[str, ...], batches):  # noqa: ANN001, ANN202 - a mapInArrow function
+    import importlib
+
+    import pipeline.job.partition  # noqa: F401
+    for kind in kinds:
+        importlib.import_module(f"adapters.{kind}.writer")
+    yield from batches

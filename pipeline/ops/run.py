@@ -6,7 +6,9 @@ One call = one scheduled run (cron, Airflow). Problems come out as early as they
 2. every selected group's mapping files are loaded (a broken file: that group is skipped);
 3. capture, under the store's capture lock;
 4. each group with pending rows takes its apply lock (held by another job: skipped); when one
-   holds its lock, Spark starts (once, in a thread: the JVM's start overlaps the next step);
+   holds its lock, Spark starts (once, in a thread: the JVM's start overlaps the next step) --
+   or it started already with step 2, when the last recorded run applied rows (a steady
+   stream: the JVM's start then overlaps loading, capture and the checks);
 5. each locked group runs its pre-flight checks (source and target reachable, mappings fit their
    tables; a failing group is skipped) and the groups that passed are synced. Spark does not
    start when nothing is pending or every group is locked by another job.
@@ -112,6 +114,9 @@ def run_once(cfg: Config, *, groups: list[str] | None = None, spark_factory: Cal
     interrupted = False
     say = log.info if record_idle else log.debug  # --follow: a line per round only when it did something
     say("run starting", run=rec["run"], source=cfg.source.name, groups=",".join(group_ids), capture=capture)
+    # a steady stream (the last run applied rows): Spark starts now, while the groups load and capture runs
+    kinds = _kinds(cfg, group_ids)
+    early = _busy_start(spark_factory, store, cfg.metrics.keepRuns, kinds) if capture else None
     try:
         plans = _load_groups(cfg, group_ids, load_fn, rec)
         if capture and cfg.store.kafka is not None and cfg.store.kafka.writtenBy == "canal":
@@ -120,7 +125,8 @@ def run_once(cfg: Config, *, groups: list[str] | None = None, spark_factory: Cal
             _capture(cfg, capture_fn, rec)
         with ExitStack() as held:
             locked = _lock_groups(store, plans, rec, held)
-            factory = _prestart(spark_factory, sum(before["rows"] for _, _, before, _ in locked)) or spark_factory
+            factory = early or _prestart(spark_factory, sum(before["rows"] for _, _, before, _ in locked), kinds) \
+                or spark_factory
             if sync_fn is None:  # imported while the JVM starts
                 from pipeline.job.driver import run_sync as sync_fn
             ready = _check_groups(cfg, store, locked, check_fn, rec)
@@ -261,7 +267,26 @@ def _not_started(store: ChangeLog, g: str, before: dict, e: SluiceError, rec: di
     rec["sync"][g] = {**_failed_sync(store, g, before, ts), "note": why}
 
 
-def _prestart(spark_factory: Callable[[int], Any] | None, pending: int) -> Callable[[int], Any] | None:
+def _busy_start(spark_factory: Callable[[int], Any] | None, store: ChangeLog, keep: int, kinds: list[str]
+                ) -> Callable[[int], Any] | None:
+    """When the last recorded run applied rows (a steady stream of changes, as a schedule every
+    minute sees), start Spark at once, in a thread, told that many rows (a small run gets its
+    short-lived JVM), so that the JVM's start overlaps the groups' loading, capture and the
+    checks. None (as before: Spark starts after capture, and only for pending rows): no run yet,
+    or the last one applied nothing. A session started for a run that then has nothing to apply
+    is left unused and ends with the process."""
+    if spark_factory is None:
+        return None
+    try:
+        last = RunLog(store.root, keep).last()
+    except (OSError, SluiceError):
+        return None
+    applied = sum(int((s or {}).get("rows") or 0) for s in ((last or {}).get("sync") or {}).values())
+    return _in_thread(spark_factory, applied, kinds) if applied > 0 else None
+
+
+def _prestart(spark_factory: Callable[[int], Any] | None, pending: int, kinds: list[str]
+              ) -> Callable[[int], Any] | None:
     """Start the Spark session now, in a thread, for the ``pending`` rows of the groups whose
     locks were taken, so the JVM's start (most of a small run's time) overlaps their pre-flight
     checks and the driver's imports; returns the factory that waits for it. None (nothing
@@ -269,24 +294,51 @@ def _prestart(spark_factory: Callable[[int], Any] | None, pending: int) -> Calla
     goes unused (it ends with the process; ``--follow`` keeps it for the next round)."""
     if spark_factory is None or pending == 0:
         return None
+    return _in_thread(spark_factory, pending, kinds)
+
+
+def _in_thread(spark_factory: Callable[[int], Any], rows: int, kinds: list[str]) -> Callable[[int], Any]:
+    """``spark_factory(rows)`` in a thread, now; the factory returned waits for its session. Once
+    the session is there the thread warms a Python worker for the adapters of ``kinds``
+    (:func:`pipeline.job.session.warm_workers`) while the driver goes on."""
     box: dict[str, Any] = {}
+    ready = threading.Event()
 
     def start() -> None:
+        from pyspark import SparkContext
+
+        fresh = SparkContext._gateway is None  # a session of an earlier round (--follow) is warm already
         try:
-            box["spark"] = spark_factory(pending)
+            box["spark"] = spark_factory(rows)
         except BaseException as e:  # noqa: BLE001 - handed to the caller of the factory
             box["error"] = e
+        finally:
+            ready.set()
+        spark = box.get("spark")
+        if fresh and spark is not None and hasattr(spark, "sparkContext"):
+            try:
+                from pipeline.job.session import warm_workers
 
-    thread = threading.Thread(target=start, name="sluice-spark-start", daemon=True)
-    thread.start()
+                warm_workers(spark, kinds)
+            except Exception as e:  # noqa: BLE001 - only a head start
+                log.debug("warming a Python worker failed", error=str(e))
+
+    threading.Thread(target=start, name="sluice-spark-start", daemon=True).start()
 
     def started(_pending_rows: int) -> Any:
-        thread.join()
+        ready.wait()
         if "error" in box:
             raise box["error"]
         return box["spark"]
 
     return started
+
+
+def _kinds(cfg: Config, groups: list[str]) -> list[str]:
+    """The adapter kinds (rdb, es, hbase) the groups write to."""
+    from adapters.registry import KINDS
+
+    return sorted({KINDS[a.name] for g in groups for a in cfg.group(g).outerAdapters if a.name in KINDS})
 
 
 def _start_spark(spark_factory: Callable[[int], Any] | None, ready: list, store: ChangeLog,
