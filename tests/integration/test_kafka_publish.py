@@ -63,8 +63,9 @@ def test_every_record_on_its_hashed_partition_and_the_batch_offsets_exact(tmp_pa
     if not native:
         monkeypatch.setattr(routing, "_native_route", lambda: None)
     db, parts = f"kp_{uuid.uuid4().hex[:6]}", 3
+    section = kafka_store(kafka, db, partitionsNum=parts, partitionHash=rf"{db}\..*:$pk$")
     cfg = load_config(write_deployment(tmp_path, mariadb, name=db, include=rf"{db}\..*", groups=[], mappings={},
-                                       kafka=kafka_store(kafka, db, partitionsNum=parts, partitionHash=rf"{db}\..*:$pk$")))
+                                       kafka=section))
     store = open_store(cfg)
     rng = random.Random(7)
     batches = [_records(rng, db, 400) for _ in range(3)]
