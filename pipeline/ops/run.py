@@ -145,6 +145,7 @@ def run_once(cfg: Config, *, groups: list[str] | None = None, spark_factory: Cal
                     log.error("sync failed", group=g, error=e.message)
                     rec["sync"][g] = _failed_sync(store, g, before, ts)
                 except KeyboardInterrupt:
+                    _cancel_jobs(spark)
                     raise
                 except Exception as e:  # noqa: BLE001 - recorded; the other groups still run
                     errors.append(_error("sync", e, g))
@@ -305,10 +306,11 @@ def _in_thread(spark_factory: Callable[[int], Any], rows: int, kinds: list[str])
     ready = threading.Event()
 
     def start() -> None:
-        from pyspark import SparkContext
-
-        fresh = SparkContext._gateway is None  # a session of an earlier round (--follow) is warm already
+        fresh = False
         try:
+            from pyspark import SparkContext
+
+            fresh = SparkContext._gateway is None  # a session of an earlier round (--follow) is warm already
             box["spark"] = spark_factory(rows)
         except BaseException as e:  # noqa: BLE001 - handed to the caller of the factory
             box["error"] = e
@@ -332,6 +334,16 @@ def _in_thread(spark_factory: Callable[[int], Any], rows: int, kinds: list[str])
         return box["spark"]
 
     return started
+
+
+def _cancel_jobs(spark: Any) -> None:
+    """Cancel the session's running jobs on SIGINT/SIGTERM: PySpark does it by itself only for a
+    context created in the main thread, and ours is started in a thread (nothing is acked either
+    way; this stops the executors' writes now rather than when the JVM goes)."""
+    try:
+        spark.sparkContext.cancelAllJobs()
+    except Exception:  # noqa: BLE001 - best effort on the way out
+        pass
 
 
 def _kinds(cfg: Config, groups: list[str]) -> list[str]:

@@ -3,6 +3,7 @@ status numbers against the store, and the report page."""
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 import pytest
@@ -186,11 +187,12 @@ def test_a_group_with_wrong_mappings_is_left_out_and_the_run_exits_2(env):
     def check(cfg, plan, store):
         raise TargetMismatchError(f"m-{plan}.yml: dbMapping.targetTable: target table t does not exist")
 
-    started = []
-    r = run_once(cfg, spark_factory=lambda rows: started.append(1), capture_fn=lambda cfg, follow: Cap(0, 0),
+    started = threading.Event()  # Spark starts in a thread, while the checks run
+    r = run_once(cfg, spark_factory=lambda rows: started.set(), capture_fn=lambda cfg, follow: Cap(0, 0),
                  sync_fn=sync, with_source_lag=False, load_fn=lambda cfg, g: g, check_fn=check)
     # Spark started while the checks ran (the JVM's start overlaps them) and stays unused
-    assert r.exit_code == EXIT_INVALID and started == [1] and [e["stage"] for e in r.record["errors"]] == ["config"]
+    assert r.exit_code == EXIT_INVALID and [e["stage"] for e in r.record["errors"]] == ["config"]
+    assert started.wait(10)
 
 
 def test_failed_preflight_checks_sync_nothing(env):
@@ -200,10 +202,10 @@ def test_failed_preflight_checks_sync_nothing(env):
     def check(cfg, plan, store):
         raise SourceError("cannot connect to the source root@127.0.0.1:1: refused")
 
-    started = []
-    r = run_once(cfg, spark_factory=lambda rows: started.append(1), capture_fn=lambda cfg, follow: Cap(0, 0),
+    started = threading.Event()
+    r = run_once(cfg, spark_factory=lambda rows: started.set(), capture_fn=lambda cfg, follow: Cap(0, 0),
                  sync_fn=FakeSync(store), with_source_lag=False, load_fn=lambda cfg, g: g, check_fn=check)
-    assert r.exit_code == EXIT_FAILED and started == [1]  # started during the checks, then unused
+    assert r.exit_code == EXIT_FAILED and started.wait(10)  # started during the checks, then unused
     assert store.cursor("g1") == store.cursor("g2") == 0
     assert [(e["stage"], e["group"]) for e in r.record["errors"]] == [("sync", "g1"), ("sync", "g2")]
     assert r.record["sync"]["g1"]["note"] == "its pre-flight check failed (see the error)"

@@ -65,15 +65,17 @@ def fail(e: BaseException, what: str, topics: Topics) -> BaseException:
     return StoreError(msg, hint="check store.kafka in the config and the broker's logs")
 
 
-_ADMINS: dict[Topics, AdminClient] = {}
+_ADMINS: dict[tuple[str, tuple[tuple[str, str], ...]], AdminClient] = {}
 
 
 def admin(topics: Topics) -> AdminClient:
-    """The process's admin client for these settings, made once: a new client per call paid a
-    metadata round trip each time and, now and then, a 3 s wait before its first request."""
-    client = _ADMINS.get(topics)
+    """The process's admin client for these brokers and client properties, made once: a new
+    client per call paid a metadata round trip each time and, now and then, a 3 s wait before
+    its first request."""
+    key = (topics.bootstrap, topics.properties)
+    client = _ADMINS.get(key)
     if client is None:
-        client = _ADMINS[topics] = AdminClient(topics.settings())
+        client = _ADMINS[key] = AdminClient(topics.settings())
     return client
 
 

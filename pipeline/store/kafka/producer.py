@@ -90,11 +90,11 @@ class BatchProducer:
             if self._init_error is not None:
                 e, self._init_error, self._p = self._init_error, None, None
                 raise fail(e, "start the transactional producer", self.topics) from None
-            check, self._check = self._check, None
-            if check is not None:
-                check()
-        if self._p is None:
-            self.open()
+        if self._p is None:  # a failed start: again, the check still to pass
+            self.open(check=self._check)
+        if self._check is not None:  # kept until it passed: a broker hiccup here is retried, never skipped
+            self._check()
+            self._check = None
         assert self._p is not None
         return self._p
 
@@ -156,7 +156,7 @@ class BatchProducer:
             if errors:
                 raise KafkaException(errors[0])
             self._commit(p)
-        except KafkaException as e:
+        except (KafkaException, BufferError) as e:  # BufferError: produce_batch found the local queue full
             self._abandon(p)
             raise fail(e, f"publish batch {batch_id}", self.topics) from None
         body = batch_records.decode(value, self.topics.batch_topic, meta_offset[0])

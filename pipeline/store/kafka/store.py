@@ -138,7 +138,11 @@ class KafkaStore:
         producer = self._require_capture("append")
         validate_position("start", start)
         validate_position("end", end)
-        batch = producer.publish(self.store_id, self._next_id, lines, rows, ddl, start, end, split, self._offsets)
+        try:
+            batch = producer.publish(self.store_id, self._next_id, lines, rows, ddl, start, end, split, self._offsets)
+        except BaseException:
+            self._tail = None  # the commit's outcome is unknown: the next look reads the topic
+            raise
         self._offsets = dict(batch.end_offsets)
         self._next_id += 1
         self._tail = dict(end)
