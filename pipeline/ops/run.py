@@ -5,13 +5,11 @@ One call = one scheduled run (cron, Airflow). Problems come out as early as they
 1. the store is opened and probed for writing (not writable: StoreError, nothing runs);
 2. every selected group's mapping files are loaded (a broken file: that group is skipped);
 3. capture, under the store's capture lock;
-4. each group with pending rows takes its apply lock (held by another job: skipped); when one
-   holds its lock, Spark starts (once, in a thread: the JVM's start overlaps the next step) --
-   or it started already with step 2, when the last recorded run applied rows (a steady
-   stream: the JVM's start then overlaps loading, capture and the checks);
-5. each locked group runs its pre-flight checks (source and target reachable, mappings fit their
-   tables; a failing group is skipped) and the groups that passed are synced. Spark does not
-   start when nothing is pending or every group is locked by another job.
+4. each group with pending rows takes its apply lock (held by another job: skipped) and runs
+   its pre-flight checks (source and target reachable, mappings fit their tables);
+5. only then is Spark started, once, for the groups that passed, and each is synced -- unless
+   the last recorded run ended ok and applied rows (a steady stream): then Spark started in a
+   thread with step 2, so the JVM's start overlaps loading, capture and the checks.
 
 It never stops half-way on an error: a failed capture still lets the groups apply what is
 already stored, a failed group does not stop the others. Every outcome, errors included, is
@@ -125,8 +123,7 @@ def run_once(cfg: Config, *, groups: list[str] | None = None, spark_factory: Cal
             _capture(cfg, capture_fn, rec)
         with ExitStack() as held:
             locked = _lock_groups(store, plans, rec, held)
-            factory = early or _prestart(spark_factory, sum(before["rows"] for _, _, before, _ in locked), kinds) \
-                or spark_factory
+            factory = early or spark_factory
             if sync_fn is None:  # imported while the JVM starts
                 from pipeline.job.driver import run_sync as sync_fn
             ready = _check_groups(cfg, store, locked, check_fn, rec)
@@ -270,32 +267,22 @@ def _not_started(store: ChangeLog, g: str, before: dict, e: SluiceError, rec: di
 
 def _busy_start(spark_factory: Callable[[int], Any] | None, store: ChangeLog, keep: int, kinds: list[str]
                 ) -> Callable[[int], Any] | None:
-    """When the last recorded run applied rows (a steady stream of changes, as a schedule every
-    minute sees), start Spark at once, in a thread, told that many rows (a small run gets its
-    short-lived JVM), so that the JVM's start overlaps the groups' loading, capture and the
-    checks. None (as before: Spark starts after capture, and only for pending rows): no run yet,
-    or the last one applied nothing. A session started for a run that then has nothing to apply
-    is left unused and ends with the process."""
+    """When the last recorded run ended ok and applied rows (a steady stream of changes, as a
+    schedule every minute sees), start Spark at once, in a thread, told that many rows (a small
+    run gets its short-lived JVM), so that the JVM's start overlaps the groups' loading, capture
+    and the checks. None (Spark starts after the checks, and only for pending rows): no run yet,
+    the last one applied nothing or did not end ok. A session started for a run that then has
+    nothing to apply, or whose groups fail their checks, is left unused and ends with the process."""
     if spark_factory is None:
         return None
     try:
         last = RunLog(store.root, keep).last()
     except (OSError, SluiceError):
         return None
-    applied = sum(int((s or {}).get("rows") or 0) for s in ((last or {}).get("sync") or {}).values())
+    if not last or last.get("status") != "ok":
+        return None  # e.g. a mapping that stopped fitting: its error comes before Spark, as on a first run
+    applied = sum(int((s or {}).get("rows") or 0) for s in (last.get("sync") or {}).values())
     return _in_thread(spark_factory, applied, kinds) if applied > 0 else None
-
-
-def _prestart(spark_factory: Callable[[int], Any] | None, pending: int, kinds: list[str]
-              ) -> Callable[[int], Any] | None:
-    """Start the Spark session now, in a thread, for the ``pending`` rows of the groups whose
-    locks were taken, so the JVM's start (most of a small run's time) overlaps their pre-flight
-    checks and the driver's imports; returns the factory that waits for it. None (nothing
-    pending): Spark does not start. When every group then fails its checks, the session started
-    goes unused (it ends with the process; ``--follow`` keeps it for the next round)."""
-    if spark_factory is None or pending == 0:
-        return None
-    return _in_thread(spark_factory, pending, kinds)
 
 
 def _in_thread(spark_factory: Callable[[int], Any], rows: int, kinds: list[str]) -> Callable[[int], Any]:
