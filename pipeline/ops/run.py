@@ -122,13 +122,11 @@ def run_once(cfg: Config, *, groups: list[str] | None = None, spark_factory: Cal
         if capture:
             _capture(cfg, capture_fn, rec)
         with ExitStack() as held:
-            locked = _lock_groups(store, plans, rec, held)
-            factory = early or spark_factory
-            if sync_fn is None:  # imported while the JVM starts
+            if sync_fn is None:  # after capture: with a steady stream, imported while the JVM starts
                 from pipeline.job.driver import run_sync as sync_fn
-            ready = _check_groups(cfg, store, locked, check_fn, rec)
+            ready = _prepare_groups(cfg, store, plans, check_fn, rec, held)
             pending = sum(before["rows"] for _, _, before in ready)
-            spark = _start_spark(factory, ready, store, rec, pending) if ready else None
+            spark = _start_spark(early or spark_factory, ready, store, rec, pending) if ready else None
             if spark is False:
                 ready = []
             for g, plan, before in ready:
@@ -212,12 +210,12 @@ def _capture(cfg: Config, capture_fn: Callable[..., Any], rec: dict[str, Any]) -
         log.error("capture failed", exc_info=True)
 
 
-def _lock_groups(store: ChangeLog, plans: dict[str, Any], rec: dict[str, Any], held: ExitStack
-                 ) -> list[tuple[str, Any, dict, ExitStack]]:
-    """The groups with rows pending, each with its apply lock taken (its own stack, entered on
-    ``held``); groups with nothing pending are noted (empty batches acked), a group another job
-    applies is refused (recorded) -- all before Spark starts."""
-    locked = []
+def _prepare_groups(cfg: Config, store: ChangeLog, plans: dict[str, Any],
+                    check_fn: Callable[[Config, Any, ChangeLog], None], rec: dict[str, Any],
+                    held: ExitStack) -> list[tuple[str, Any, dict]]:
+    """The groups to sync, each with its apply lock held (entered on ``held``) and its checks
+    passed, all before Spark starts; groups with nothing pending are noted (empty batches acked)."""
+    ready = []
     for g, plan in plans.items():
         cursor = store.cursor(g)
         pend = store.pending(g)
@@ -227,42 +225,23 @@ def _lock_groups(store: ChangeLog, plans: dict[str, Any], rec: dict[str, Any], h
             rec["sync"][g] = {"group": g, "batches": len(pend), "rows": 0, "seconds": 0.0, "rows_per_s": 0.0,
                               "cursor": acked, "note": "nothing pending", "pending_before": before}
             continue
-        mine = held.enter_context(ExitStack())
-        try:
-            mine.enter_context(store.apply_lock(g))  # another job applies g: refused before Spark starts
-        except SluiceError as e:
-            _not_started(store, g, before, e, rec, time.monotonic())
-            continue
-        locked.append((g, plan, before, mine))
-    return locked
-
-
-def _check_groups(cfg: Config, store: ChangeLog, locked: list[tuple[str, Any, dict, ExitStack]],
-                  check_fn: Callable[[Config, Any, ChangeLog], None], rec: dict[str, Any]
-                  ) -> list[tuple[str, Any, dict]]:
-    """The locked groups whose pre-flight checks pass (source and target reachable, mappings fit
-    their tables); a failing group is recorded and its lock released."""
-    ready = []
-    for g, plan, before, mine in locked:
         ts = time.monotonic()
         try:
-            check_fn(cfg, plan, store)
+            with ExitStack() as mine:
+                mine.enter_context(store.apply_lock(g))  # another job applies g: refused before Spark starts
+                check_fn(cfg, plan, store)
+                held.enter_context(mine.pop_all())
         except SluiceError as e:
-            mine.close()
-            _not_started(store, g, before, e, rec, ts)
+            stage = "config" if e.exit_code == EXIT_INVALID else "sync"
+            rec["errors"].append(_error(stage, e, g))
+            log.error("group not started", group=g, error=e.message)
+            why = ("another job applies this group (locked)" if isinstance(e, LockHeldError) else
+                   "its mappings do not fit their tables (see the error)" if stage == "config" else
+                   "its pre-flight check failed (see the error)")
+            rec["sync"][g] = {**_failed_sync(store, g, before, ts), "note": why}
             continue
         ready.append((g, plan, before))
     return ready
-
-
-def _not_started(store: ChangeLog, g: str, before: dict, e: SluiceError, rec: dict[str, Any], ts: float) -> None:
-    stage = "config" if e.exit_code == EXIT_INVALID else "sync"
-    rec["errors"].append(_error(stage, e, g))
-    log.error("group not started", group=g, error=e.message)
-    why = ("another job applies this group (locked)" if isinstance(e, LockHeldError) else
-           "its mappings do not fit their tables (see the error)" if stage == "config" else
-           "its pre-flight check failed (see the error)")
-    rec["sync"][g] = {**_failed_sync(store, g, before, ts), "note": why}
 
 
 def _busy_start(spark_factory: Callable[[int], Any] | None, store: ChangeLog, keep: int, kinds: list[str]
