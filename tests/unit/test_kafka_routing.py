@@ -11,6 +11,7 @@ also appear as values.
 from __future__ import annotations
 
 import json
+import os
 import random
 
 import pytest
@@ -18,7 +19,11 @@ import pytest
 from pipeline.store.kafka import routing
 from pipeline.store.kafka.routing import Router, java_hash
 
-native = pytest.importorskip("sluice_binlog")
+native = routing._native_route()
+if native is None:  # scripts/bootstrap builds it; CI must not pass without it
+    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+        pytest.fail("the native extension (sluice_binlog.kafka_route) is not built (scripts/bootstrap)", pytrace=False)
+    pytest.skip("the native extension is not built (scripts/bootstrap)", allow_module_level=True)
 
 
 def test_java_hash_matches_java_string_hashcode():
@@ -77,7 +82,7 @@ def test_native_and_python_place_every_record_alike(monkeypatch, hash_config, pa
 def test_native_leaves_numbers_and_splits_to_python():
     lines = [b'{"database":"d","table":"t","pkNames":["id"],"data":[{"id":7}]',
              b'{"database":"d","table":"t","pkNames":["id"],"data":[{"id":"1"},{"id":"2"},{"id":"3"}]']
-    tables, placed = native.kafka_route(lines, set(), 3, True, lambda db, t: (2, None))
+    tables, placed = native(lines, set(), 3, True, lambda db, t: (2, None))
     assert tables == [("d", "t")]
     assert placed[0] == (0, -1)  # a number: Python decides (and refuses, as before)
     parts = {abs(abs(java_hash("d") ^ java_hash(k)) % 3) for k in "123"}
@@ -87,6 +92,6 @@ def test_native_leaves_numbers_and_splits_to_python():
 def test_native_reads_a_record_without_its_closing_brace_and_with_one():
     line = b'{"database":"d\\u00e9","table":"t","pkNames":["id"],"data":[{"id":"\\ud83d\\ude00"}]'
     for text in (line, line + b"}"):
-        tables, placed = native.kafka_route([text], set(), 5, True, lambda db, t: (2, None))
+        tables, placed = native([text], set(), 5, True, lambda db, t: (2, None))
         assert tables == [("dé", "t")]
         assert placed == [(0, abs(abs(java_hash("dé") ^ java_hash("😀")) % 5))]
