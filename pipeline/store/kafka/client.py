@@ -138,17 +138,26 @@ def consumer(topics: Topics, group: str | None = None) -> Consumer:
                                        "fetch.wait.max.ms": 10}))
 
 
+#: one consumer per brokers+properties+group for reading committed offsets: each call asks the
+#: group's coordinator afresh, but a new consumer per call paid the connection and the coordinator
+#: lookup again (a sync reads its cursor several times)
+_READERS: dict[tuple[str, tuple[tuple[str, str], ...], str], Consumer] = {}
+
+
 def committed(topics: Topics, group: str, tps: list[tuple[str, int]]) -> dict[tuple[str, int], tuple[int, str]]:
     """The group's committed (offset, metadata) per partition; partitions without one are left out."""
     if not tps:
         return {}
-    c = consumer(topics, group)
+    key = (topics.bootstrap, topics.properties, group)
+    c = _READERS.get(key)
+    if c is None:
+        c = _READERS[key] = consumer(topics, group)
     try:
         got = c.committed([TopicPartition(t, p) for t, p in tps], timeout=TIMEOUT)
     except KafkaException as e:
-        raise fail(e, f"read the committed offsets of group {group}", topics) from None
-    finally:
+        _READERS.pop(key, None)
         c.close()
+        raise fail(e, f"read the committed offsets of group {group}", topics) from None
     return {(tp.topic, tp.partition): (tp.offset, tp.metadata or "") for tp in got
             if tp.offset != OFFSET_INVALID and tp.offset >= 0}
 
