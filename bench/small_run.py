@@ -8,8 +8,9 @@ variants alternate, round after round, so that a change in the machine's load hi
 * **floor** (the issue's definition): a bare SparkSession on ``local[2]``, one trivial
   ``mapInArrow`` job on 2 rows, stop -- with Spark's defaults, then with each technique added in
   turn: the class-data-sharing archive (``scripts/bootstrap``: ``sluice jvm build``), C1-only JIT
-  (``-XX:TieredStopAtLevel=1``), and importing the driver's pandas/pyarrow while the JVM starts
-  (what ``pipeline/job/session.py`` does);
+  (``-XX:TieredStopAtLevel=1``), then importing the driver's pandas/pyarrow while the JVM starts
+  (what ``pipeline/job/session.py`` does) and Python workers that import PySpark's cached
+  bytecode instead of its zip (``pipeline/job/pydaemon.py``) together ("all");
 * **run**: ``sluice run`` of a mirrorDb deployment into the target MariaDB (``spark.master:
   local[2]``, ``spark.partitions: 4``, as the issue measured) after ``--rows`` single-row INSERT
   transactions (and 2) on the source: capture, pre-flight, Spark, the sync, the run record; with
@@ -49,7 +50,8 @@ INTRO = """
 Wall seconds from process start to exit (JVM start included), median of `--rounds` alternating
 rounds. Floor = bare SparkSession (`local[2]`) + one trivial `mapInArrow` job on 2 rows + stop:
 Spark's defaults, + the class-data-sharing archive (CDS), + C1-only JIT, + the driver's imports
-while the JVM starts (all). Run = `sluice run` (mirrorDb into MariaDB, `spark.partitions: 4`)
+while the JVM starts and (from 2026-11-25 11:50) workers importing PySpark's cached bytecode
+(all). Run = `sluice run` (mirrorDb into MariaDB, `spark.partitions: 4`)
 after N single-row INSERTs; "before" = JVM options off and a 4-partition round (as before issue
 19). Ratio = run (N rows) / floor with everything on; in brackets / Spark's default floor.
 Target: a run with <= 1000 rows <= 10 s and <= 1.2x the floor.
@@ -70,6 +72,8 @@ b = (SparkSession.builder.master("local[2]").appName("floor")
      .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false"))
 if os.environ.get("FLOOR_OPTS"):
     b = b.config("spark.driver.extraJavaOptions", os.environ["FLOOR_OPTS"])
+if os.environ.get("FLOOR_DAEMON"):
+    b = b.config("spark.python.daemon.module", os.environ["FLOOR_DAEMON"])
 spark = b.getOrCreate()
 def f(it):
     for batch in it:
@@ -95,7 +99,7 @@ def floor_variants() -> dict[str, dict[str, str]]:
     return {"floor default": {},
             "+ CDS": {"FLOOR_OPTS": arch},
             "+ CDS + C1": {"FLOOR_OPTS": f"{arch} {c1}"},
-            "all": {"FLOOR_OPTS": f"{arch} {c1}", "FLOOR_PREFETCH": "1"}}
+            "all": {"FLOOR_OPTS": f"{arch} {c1}", "FLOOR_PREFETCH": "1", "FLOOR_DAEMON": "pipeline.job.pydaemon"}}
 
 
 def deployment(tmp: Path, src: dict, dst: dict, db: str, small_rows: int | None) -> Path:

@@ -40,7 +40,9 @@ def get_spark(conf: SparkConfig, app_name: str = "sluice-sync", master: str | No
         builder = builder.master(m)
         if m.startswith("local"):
             builder = (builder.config("spark.driver.bindAddress", "127.0.0.1")
-                       .config("spark.driver.host", "127.0.0.1").config("spark.ui.enabled", "false"))
+                       .config("spark.driver.host", "127.0.0.1").config("spark.ui.enabled", "false")
+                       # workers import PySpark's cached bytecode, not its zip (pipeline/job/pydaemon.py)
+                       .config("spark.python.daemon.module", "pipeline.job.pydaemon"))
     builder = (builder.config("spark.sql.shuffle.partitions", str(conf.partitions))
                .config("spark.sql.execution.arrow.maxRecordsPerBatch", "5000")
                .config("spark.sql.session.timeZone", "UTC")
