@@ -138,6 +138,23 @@ def consumer(topics: Topics, group: str | None = None) -> Consumer:
                                        "fetch.wait.max.ms": 10}))
 
 
+#: attempts of a group-offset request that failed transiently: a broker that has just created
+#: ``__consumer_offsets`` answers "not coordinator" / "coordinator loading" for a few seconds
+RETRIES = 8
+
+
+def _backoff(attempt: int) -> float:
+    return min(2.0, 0.25 * 2 ** attempt)
+
+
+def _coordinator_busy(e: KafkaException) -> bool:
+    """The group's coordinator moved or is still loading (retried); a broker that does not answer
+    is not (it fails at once, as a BrokerUnavailable)."""
+    err = e.args[0] if e.args else None
+    return isinstance(err, KafkaError) and err.code() in (
+        KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError.COORDINATOR_LOAD_IN_PROGRESS)
+
+
 #: one consumer per brokers+properties+group for reading committed offsets: each call asks the
 #: group's coordinator afresh, but a new consumer per call paid the connection and the coordinator
 #: lookup again (a sync reads its cursor several times)
@@ -149,15 +166,19 @@ def committed(topics: Topics, group: str, tps: list[tuple[str, int]]) -> dict[tu
     if not tps:
         return {}
     key = (topics.bootstrap, topics.properties, group)
-    c = _READERS.get(key)
-    if c is None:
-        c = _READERS[key] = consumer(topics, group)
-    try:
-        got = c.committed([TopicPartition(t, p) for t, p in tps], timeout=TIMEOUT)
-    except KafkaException as e:
-        _READERS.pop(key, None)
-        c.close()
-        raise fail(e, f"read the committed offsets of group {group}", topics) from None
+    for attempt in range(RETRIES):
+        c = _READERS.get(key)
+        if c is None:
+            c = _READERS[key] = consumer(topics, group)
+        try:
+            got = c.committed([TopicPartition(t, p) for t, p in tps], timeout=TIMEOUT)
+            break
+        except KafkaException as e:
+            _READERS.pop(key, None)  # its coordinator may be stale: the next attempt asks afresh
+            c.close()
+            if not _coordinator_busy(e) or attempt == RETRIES - 1:
+                raise fail(e, f"read the committed offsets of group {group}", topics) from None
+            time.sleep(_backoff(attempt))
     return {(tp.topic, tp.partition): (tp.offset, tp.metadata or "") for tp in got
             if tp.offset != OFFSET_INVALID and tp.offset >= 0}
 
@@ -166,12 +187,16 @@ def commit(topics: Topics, group: str, offsets: dict[tuple[str, int], int], meta
            ) -> None:
     """Commit the group's offsets, all partitions in one request (one record batch in the group's
     ``__consumer_offsets`` partition: all of them or none)."""
-    c = consumer(topics, group)
-    try:
-        tps = [TopicPartition(t, p, off, metadata=metadata[(t, p)]) if (t, p) in metadata else TopicPartition(t, p, off)
-               for (t, p), off in sorted(offsets.items())]
-        c.commit(offsets=tps, asynchronous=False)
-    except KafkaException as e:
-        raise fail(e, f"commit the offsets of group {group}", topics) from None
-    finally:
-        c.close()
+    tps = [TopicPartition(t, p, off, metadata=metadata[(t, p)]) if (t, p) in metadata else TopicPartition(t, p, off)
+           for (t, p), off in sorted(offsets.items())]
+    for attempt in range(RETRIES):  # committing the same offsets again is harmless
+        c = consumer(topics, group)
+        try:
+            c.commit(offsets=tps, asynchronous=False)
+            return
+        except KafkaException as e:
+            if not _coordinator_busy(e) or attempt == RETRIES - 1:
+                raise fail(e, f"commit the offsets of group {group}", topics) from None
+        finally:
+            c.close()
+        time.sleep(_backoff(attempt))
