@@ -96,15 +96,3 @@ def test_native_reads_a_record_without_its_closing_brace_and_with_one():
         assert tables == [("dé", "t")]
         assert placed == [(0, abs(abs(java_hash("dé") ^ java_hash("😀")) % 5))]
 
-
-def test_only_a_busy_coordinator_is_retried():
-    """client.committed/commit retry "not coordinator" (a fresh broker's __consumer_offsets), not a
-    broker that does not answer (that fails at once)."""
-    from confluent_kafka import KafkaError, KafkaException
-
-    from pipeline.store.kafka.client import _coordinator_busy
-
-    assert _coordinator_busy(KafkaException(KafkaError(KafkaError.NOT_COORDINATOR)))
-    assert _coordinator_busy(KafkaException(KafkaError(KafkaError.COORDINATOR_LOAD_IN_PROGRESS)))
-    assert not _coordinator_busy(KafkaException(KafkaError(KafkaError._TRANSPORT)))
-    assert not _coordinator_busy(KafkaException(KafkaError(KafkaError._TIMED_OUT)))
