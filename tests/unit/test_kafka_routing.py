@@ -95,4 +95,3 @@ def test_native_reads_a_record_without_its_closing_brace_and_with_one():
         tables, placed = native([text], set(), 5, True, lambda db, t: (2, None))
         assert tables == [("dé", "t")]
         assert placed == [(0, abs(abs(java_hash("dé") ^ java_hash("😀")) % 5))]
-
