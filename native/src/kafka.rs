@@ -1,12 +1,13 @@
 //! Kafka partitions of encoded Dml records, as canal's `partitionHash` computes them.
 //!
-//! `route(lines, ...)` reads, from each record (JSON without its closing `}`), the top-level
+//! `head` and `row_hashes` read, from each record (JSON without its closing `}`), the top-level
 //! `database`, `table`, `pkNames` and the key values of every row in `data`, and hashes them like
 //! Java's `String.hashCode` (UTF-16 code units, XOR of the key columns, the database's hash mixed
 //! in): the same numbers as `pipeline/store/kafka/routing.py`, which stays the reference and the
 //! fallback. A record this scanner cannot place with certainty (rows on several partitions,
-//! malformed JSON, a non-string key value) gets partition -1 and Python places it.
+//! malformed JSON, a non-string key value) is left to Python (`place.rs`).
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 /// Java's `String.hashCode` over the UTF-16 code units of `s`.
@@ -56,6 +57,20 @@ impl<'a> Scan<'a> {
         let s = std::str::from_utf8(self.b.get(self.i..self.i + 4)?).ok()?;
         self.i += 4;
         u32::from_str_radix(s, 16).ok()
+    }
+
+    /// A JSON string, decoded (the scanner stands on its opening quote); borrowed from the line
+    /// when it has no escapes (keys and most values), so nothing is allocated for it.
+    fn text(&mut self) -> Option<Cow<'a, str>> {
+        self.eat(b'"')?;
+        let from = self.i;
+        let end = self.b[from..].iter().position(|c| *c == b'"' || *c == b'\\')? + from;
+        if self.b[end] == b'"' {
+            self.i = end + 1;
+            return std::str::from_utf8(&self.b[from..end]).ok().map(Cow::Borrowed);
+        }
+        self.i = from - 1;
+        self.string().map(Cow::Owned)
     }
 
     /// A JSON string, decoded (the scanner stands on its opening quote).
@@ -118,14 +133,12 @@ impl<'a> Scan<'a> {
     fn skip_string(&mut self) -> Option<()> {
         self.eat(b'"')?;
         loop {
-            match *self.b.get(self.i)? {
-                b'"' => {
-                    self.i += 1;
-                    return Some(());
-                }
-                b'\\' => self.i += 2,
-                _ => self.i += 1,
+            let at = self.b.get(self.i..)?.iter().position(|c| *c == b'"' || *c == b'\\')? + self.i;
+            if self.b[at] == b'"' {
+                self.i = at + 1;
+                return Some(());
             }
+            self.i = at + 2;
         }
     }
 
@@ -135,23 +148,25 @@ impl<'a> Scan<'a> {
             b'"' => self.skip_string(),
             b'{' | b'[' => {
                 let mut depth = 0usize;
-                loop {
-                    match self.peek()? {
-                        b'"' => self.skip_string()?,
-                        b'{' | b'[' => {
-                            depth += 1;
-                            self.i += 1;
+                while let Some(c) = self.b.get(self.i) {
+                    match c {
+                        b'"' => {
+                            self.skip_string()?;
+                            continue;
                         }
+                        b'{' | b'[' => depth += 1,
                         b'}' | b']' => {
                             depth -= 1;
-                            self.i += 1;
                             if depth == 0 {
+                                self.i += 1;
                                 return Some(());
                             }
                         }
-                        _ => self.i += 1,
+                        _ => {}
                     }
+                    self.i += 1;
                 }
+                None
             }
             _ => {
                 // number, true, false, null
@@ -173,11 +188,11 @@ impl<'a> Scan<'a> {
         }
     }
 
-    fn opt_string(&mut self) -> Option<Option<String>> {
+    fn opt_string(&mut self) -> Option<Option<Cow<'a, str>>> {
         if self.is_null() {
             Some(None)
         } else {
-            self.string().map(Some)
+            self.text().map(Some)
         }
     }
 
@@ -192,7 +207,7 @@ impl<'a> Scan<'a> {
             return Some(out);
         }
         loop {
-            out.push(self.string()?);
+            out.push(self.text()?.into_owned());
             match self.peek()? {
                 b',' => self.i += 1,
                 b']' => {
@@ -217,7 +232,7 @@ pub struct Head {
 pub fn head(line: &[u8]) -> Option<Head> {
     let mut s = Scan { b: line, i: 0 };
     s.eat(b'{')?;
-    let (mut database, mut table, mut pk_names, mut data) = (None, None, Vec::new(), None);
+    let (mut database, mut table, mut pk_names, mut data) = (None, None, None, None);
     loop {
         match s.peek() {
             None | Some(b'}') => break,
@@ -227,12 +242,12 @@ pub fn head(line: &[u8]) -> Option<Head> {
             }
             _ => {}
         }
-        let key = s.string()?;
+        let key = s.text()?;
         s.eat(b':')?;
-        match key.as_str() {
-            "database" => database = s.opt_string()?,
-            "table" => table = s.opt_string()?,
-            "pkNames" => pk_names = s.strings()?,
+        match key.as_ref() {
+            "database" => database = Some(s.opt_string()?.map(Cow::into_owned)),
+            "table" => table = Some(s.opt_string()?.map(Cow::into_owned)),
+            "pkNames" => pk_names = Some(s.strings()?),
             "data" => {
                 s.ws();
                 let from = s.i;
@@ -241,8 +256,12 @@ pub fn head(line: &[u8]) -> Option<Head> {
             }
             _ => s.skip_value()?,
         }
+        if database.is_some() && table.is_some() && pk_names.is_some() && data.is_some() {
+            break; // all routing needs (the rest: old, gtid, positions)
+        }
     }
-    Some(Head { database: database.unwrap_or_default(), table: table.unwrap_or_default(), pk_names, data })
+    Some(Head { database: database.flatten().unwrap_or_default(), table: table.flatten().unwrap_or_default(),
+                pk_names: pk_names.unwrap_or_default(), data })
 }
 
 /// The hash of every row's key values (`cols`), `base` mixed in; None: not certain (e.g. a
@@ -279,9 +298,9 @@ pub fn row_hashes(line: &[u8], h: &Head, cols: &[String], base: i32) -> Option<V
                 }
                 _ => {}
             }
-            let key = s.string()?;
+            let key = s.text()?;
             s.eat(b':')?;
-            match cols.iter().find(|c| **c == key) {
+            match cols.iter().find(|c| c.as_str() == key.as_ref()) {
                 Some(c) => {
                     let v = match s.opt_string() {
                         Some(v) => v,

@@ -28,6 +28,7 @@ mod events;
 mod floats;
 mod json;
 mod kafka;
+mod place;
 mod rows;
 mod values;
 
@@ -168,75 +169,11 @@ fn to_py(py: Python<'_>, item: Item) -> PyResult<Bound<'_, PyTuple>> {
     })
 }
 
-/// Kafka routing of encoded Dml records (see `kafka.rs`): `(tables, placed)` where `tables` are
-/// the distinct `(database, table)` and `placed[i] = (table index, partition)`; table index -1:
-/// the record could not be read (Python places it), partition -1: Python places it (rows on
-/// several partitions, a value the scanner leaves alone). `resolve(database, table)` gives
-/// `(mode, columns)`: mode 0 partition 0, 1 the table's hash, 2 the key columns' hash
-/// (`columns` None: the record's `pkNames`). Scanning runs with the GIL released.
-#[pyfunction]
-fn kafka_route(py: Python<'_>, lines: Vec<pyo3::pybacked::PyBackedBytes>, ddl: std::collections::HashSet<usize>,
-               partitions: i64, database_hash: bool, resolve: Bound<'_, PyAny>)
-               -> PyResult<(Vec<(String, String)>, Vec<(i64, i64)>)> {
-    let heads: Vec<Option<kafka::Head>> = py.allow_threads(|| lines.iter().map(|l| kafka::head(l)).collect());
-    let mut index: std::collections::HashMap<(String, String), usize> = std::collections::HashMap::new();
-    let mut tables: Vec<(String, String)> = Vec::new();
-    let mut rules: Vec<(u8, Option<Vec<String>>)> = Vec::new();
-    let mut which: Vec<i64> = Vec::with_capacity(heads.len());
-    for h in &heads {
-        let Some(h) = h else { which.push(-1); continue };
-        let key = (h.database.clone(), h.table.clone());
-        let t = match index.get(&key) {
-            Some(t) => *t,
-            None => {
-                rules.push(resolve.call1((key.0.as_str(), key.1.as_str()))?.extract()?);
-                tables.push(key.clone());
-                index.insert(key, tables.len() - 1);
-                tables.len() - 1
-            }
-        };
-        which.push(t as i64);
-    }
-    let placed = py.allow_threads(|| {
-        let mut db_hashes: std::collections::HashMap<&str, i32> = std::collections::HashMap::new();
-        heads.iter().enumerate().map(|(i, h)| {
-            let t = which[i];
-            let Some(h) = h else { return (-1, -1) };
-            if ddl.contains(&i) {
-                return (t, 0);
-            }
-            let (mode, cols) = &rules[t as usize];
-            let part = match mode {
-                1 => kafka::bucket(kafka::java_hash(&h.table), partitions),
-                2 => {
-                    let base = if database_hash {
-                        *db_hashes.entry(h.database.as_str()).or_insert_with(|| kafka::java_hash(&h.database))
-                    } else {
-                        0
-                    };
-                    let cols = cols.as_ref().unwrap_or(&h.pk_names);
-                    match kafka::row_hashes(&lines[i], h, cols, base) {
-                        None => -1,
-                        Some(hs) if hs.is_empty() => 0,
-                        Some(hs) => {
-                            let first = kafka::bucket(hs[0], partitions);
-                            if hs.iter().all(|k| kafka::bucket(*k, partitions) == first) { first } else { -1 }
-                        }
-                    }
-                }
-                _ => 0,
-            };
-            (t, part)
-        }).collect::<Vec<_>>()
-    });
-    Ok((tables, placed))
-}
-
 #[pymodule]
 fn sluice_binlog(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Stream>()?;
     m.add_function(wrap_pyfunction!(decode_value, m)?)?;
-    m.add_function(wrap_pyfunction!(kafka_route, m)?)?;
+    m.add_function(wrap_pyfunction!(place::kafka_place, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -61,9 +61,9 @@ def _read(bootstrap: str, topic: str, partitions: int) -> dict[int, list[tuple[i
 def test_every_record_on_its_hashed_partition_and_the_batch_offsets_exact(tmp_path, mariadb, kafka, monkeypatch,
                                                                          native):
     if not native:
-        monkeypatch.setattr(routing, "_native_route", lambda: None)
-    elif routing._native_route() is None:  # scripts/bootstrap builds it: without it this case would test Python twice
-        pytest.fail("the native extension (sluice_binlog.kafka_route) is not built (scripts/bootstrap)", pytrace=False)
+        monkeypatch.setattr(routing, "_native_place", lambda: None)
+    elif routing._native_place() is None:  # scripts/bootstrap builds it: without it this case would test Python twice
+        pytest.fail("the native extension (sluice_binlog.kafka_place) is not built (scripts/bootstrap)", pytrace=False)
     db, parts = f"kp_{uuid.uuid4().hex[:6]}", 3
     section = kafka_store(kafka, db, partitionsNum=parts, partitionHash=rf"{db}\..*:$pk$")
     cfg = load_config(write_deployment(tmp_path, mariadb, name=db, include=rf"{db}\..*", groups=[], mappings={},

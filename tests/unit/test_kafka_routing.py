@@ -1,8 +1,8 @@
 """Kafka routing: canal's partition hash, and the native scanner agreeing with the Python rules.
 
 The Python router (pipeline/store/kafka/routing.py) is the reference; the native
-``sluice_binlog.kafka_route`` must give every record the same topic and partition, or leave it
-to Python (partition -1). A record on the wrong partition breaks per-key order silently, so the
+``sluice_binlog.kafka_place`` must give every record the same topic, partition and message
+bytes, in the same order, or leave it to Python (its ``fallback``). A record on the wrong partition breaks per-key order silently, so the
 records here are the awkward ones: non-ASCII and astral keys, escapes, nulls, empty strings,
 composite keys, multi-row records whose rows hash apart, DDL, column orders and key names that
 also appear as values.
@@ -19,10 +19,10 @@ import pytest
 from pipeline.store.kafka import routing
 from pipeline.store.kafka.routing import Router, java_hash
 
-native = routing._native_route()
+native = routing._native_place()
 if native is None:  # scripts/bootstrap builds it; CI must not pass without it
     if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-        pytest.fail("the native extension (sluice_binlog.kafka_route) is not built (scripts/bootstrap)", pytrace=False)
+        pytest.fail("the native extension (sluice_binlog.kafka_place) is not built (scripts/bootstrap)", pytrace=False)
     pytest.skip("the native extension is not built (scripts/bootstrap)", allow_module_level=True)
 
 
@@ -72,26 +72,51 @@ def test_native_and_python_place_every_record_alike(monkeypatch, hash_config, pa
             continue
         pk = rng.choice([["id"], ["id", "name"], []])
         lines.append(_record(rng, rows=rng.choice([1, 1, 1, 2, 5]), db=db, table=table, pk=pk))
-    got = router.route_all(lines, ddl)
-    monkeypatch.setattr(routing, "_native_route", lambda: None)
-    want = router.route_all(lines, ddl)
+    got = router.place_all(lines, ddl, 17)
+    monkeypatch.setattr(routing, "_native_place", lambda: None)
+    want = router.place_all(lines, ddl, 17)
     assert got == want
-    assert any(len(placed) > 1 for _, placed in want) or partitions == 1 or hash_config != "d1\\..*:$pk$"
+    assert sum(len(messages) for _, _, messages, _, _ in want) >= len(lines)
+    assert {seq for *_, marks in want for seq, _ in marks} == ddl
+    split = sum(len(messages) for _, _, messages, _, _ in want) > len(lines)
+    assert split or partitions == 1 or hash_config != "d1\\..*:$pk$"
 
 
-def test_native_leaves_numbers_and_splits_to_python():
+def test_one_partition_and_no_dynamic_topic_keeps_the_batch_order_unscanned(monkeypatch):
+    router = Router("top", None, 1, "d\\..*:$pk$")
+    lines = [b'{"database":"d","table":"t","pkNames":["id"],"data":[{"id":"%d"}]' % i for i in range(5)]
+    lines.append(b"not json at all")  # not read: one partition, one topic
+    got = router.place_all(lines, {5}, 3)
+    assert got == [("top", 0, [{"value": line + b',"batchId":3,"seq":%d}' % i} for i, line in enumerate(lines)],
+                    sum(len(line) + len(b',"batchId":3,"seq":0}') for line in lines), [(5, 5)])]
+
+
+def _left(lines: list[bytes], partitions: int) -> tuple[list, list[int]]:
+    """The native groups of ``lines`` (key hash by pkNames), and the seqs it left to Python."""
+    left: list[int] = []
+
+    def fallback(seq: int) -> tuple[str, list]:
+        left.append(seq)
+        return "py", [(9, b"{}")]
+
+    return native(lines, set(), 1, partitions, True, lambda db, t: (2, None, "k"), fallback), left
+
+
+def test_native_leaves_numbers_malformed_records_and_splits_to_python():
     lines = [b'{"database":"d","table":"t","pkNames":["id"],"data":[{"id":7}]',
-             b'{"database":"d","table":"t","pkNames":["id"],"data":[{"id":"1"},{"id":"2"},{"id":"3"}]']
-    tables, placed = native(lines, set(), 3, True, lambda db, t: (2, None))
-    assert tables == [("d", "t")]
-    assert placed[0] == (0, -1)  # a number: Python decides (and refuses, as before)
+             b'{"database":"d","table":"t","pkNames":["id"],"data":[{"id":"1"},{"id":"2"},{"id":"3"}]',
+             b'{"database":"d","table":',
+             b'{"database":"d","table":"t","pkNames":["id"],"data":[{"id":"1"}]']
+    groups, left = _left(lines, 3)
     parts = {abs(abs(java_hash("d") ^ java_hash(k)) % 3) for k in "123"}
-    assert placed[1] == (0, -1 if len(parts) > 1 else parts.pop())
+    assert left == ([0, 1, 2] if len(parts) > 1 else [0, 2])  # a number: Python decides (and refuses)
+    assert [(topic, part, [m["value"][-8:] for m in messages]) for topic, part, messages, _, _ in groups][0] == \
+        ("py", 9, [b'"seq":0}'] + ([b'"seq":1}'] if len(parts) > 1 else []) + [b'"seq":2}'])
 
 
 def test_native_reads_a_record_without_its_closing_brace_and_with_one():
     line = b'{"database":"d\\u00e9","table":"t","pkNames":["id"],"data":[{"id":"\\ud83d\\ude00"}]'
     for text in (line, line + b"}"):
-        tables, placed = native([text], set(), 5, True, lambda db, t: (2, None))
-        assert tables == [("dé", "t")]
-        assert placed == [(0, abs(abs(java_hash("dé") ^ java_hash("😀")) % 5))]
+        groups, left = _left([text], 5)
+        assert left == []
+        assert [(topic, part) for topic, part, *_ in groups] == [("k", abs(abs(java_hash("dé") ^ java_hash("😀")) % 5))]

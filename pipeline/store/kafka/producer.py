@@ -26,7 +26,7 @@ from pipeline.store.fsutil import now_iso
 from . import batches as batch_records
 from .batches import KafkaBatch, Offsets, to_batch
 from .client import TIMEOUT, BrokerUnavailable, Topics, ensure_topics, fail
-from .routing import Router
+from .routing import Group, Router
 
 log = get_logger("capture")
 MAX_MESSAGE = 64 * 1024 * 1024
@@ -126,14 +126,14 @@ class BatchProducer:
                 marks[seq] = (msg.topic(), msg.partition(), msg.offset())
 
         # DDL records report their offsets (the batch record lists them: ddl_at)
-        by_partition = self._place(lines, batch_id, set(ddl), lambda seq: lambda err, msg: remember(err, msg, seq))
+        groups = self._place(lines, batch_id, set(ddl), lambda seq: lambda err, msg: remember(err, msg, seq))
 
         size = 0
         try:
             p.begin_transaction()
             produced = 0
-            for (topic, part), messages in by_partition.items():
-                size += sum(len(m["value"]) for m in messages)
+            for topic, part, messages, group_size, _marks in groups:
+                size += group_size
                 last[(topic, part)] = -1  # the offset after the batch: its last record's (delivery report)
                 if "callback" not in messages[-1]:
                     messages[-1]["callback"] = remember
@@ -174,25 +174,17 @@ class BatchProducer:
             self._abandon(p)
             raise fail(e, "record the start position", self.topics) from None
 
-    def _place(self, lines: list[bytes], batch_id: int, ddl: set[int], mark: Any
-               ) -> dict[tuple[str, int], list[dict[str, Any]]]:
-        """The batch's messages per topic and partition, in order (``produce_batch`` dicts: the value,
-        and a delivery callback for DDL records, whose offsets the batch record lists)."""
-        out: dict[tuple[str, int], list[dict[str, Any]]] = {}
-        for seq, (topic, placed) in enumerate(self.router.route_all(lines, ddl)):
+    def _place(self, lines: list[bytes], batch_id: int, ddl: set[int], mark: Any) -> list[Group]:
+        """The batch's message groups (:meth:`Router.place_all`), each topic created if new, and
+        a delivery callback on the DDL records (the batch record lists their offsets)."""
+        groups = self.router.place_all(lines, ddl, batch_id)
+        for topic, _part, messages, _size, marks in groups:
             if topic not in self._known:
                 ensure_topics(self.topics, [topic], {})
                 self._known.add(topic)
-            suffix = b',"batchId":%d,"seq":%d}' % (batch_id, seq)
-            for part, rec in placed:
-                m = {"value": rec + suffix}
-                if seq in ddl:
-                    m["callback"] = mark(seq)
-                messages = out.get((topic, part))
-                if messages is None:
-                    messages = out[(topic, part)] = []
-                messages.append(m)
-        return out
+            for seq, i in marks:
+                messages[i]["callback"] = mark(seq)
+        return groups
 
     def _produce_many(self, p: Producer, topic: str, part: int, messages: list[dict[str, Any]], produced: int) -> int:
         """Queue ``messages`` in order to one partition with ``produce_batch`` (its per-message

@@ -20,9 +20,12 @@ import os
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 import orjson
 
+#: one (topic, partition)'s messages of a batch: see :meth:`Router.place_all`
+Group = tuple[str, int, list[dict[str, Any]], int, list[tuple[int, int]]]
 _WILD = re.compile(r"[*?+\[\]{}()|\\^$]")
 
 
@@ -109,29 +112,43 @@ class Router:
                 return r
         return None
 
-    def route_all(self, lines: list[bytes], ddl: set[int]) -> list[tuple[str, list[tuple[int, bytes]]]]:
-        """:meth:`route` of every record of a batch (``ddl``: the indexes of DDL records); the
-        native scanner (``sluice_binlog.kafka_route``, the same hashes) when it is built, this
-        module for the records it leaves (rows on several partitions) and without it."""
-        if self.partitions == 1 and not self.dynamic:
-            return [(self.topic, [(0, line)]) for line in lines]
-        native = _native_route()
-        if native is None:
-            return [self.route(line, i in ddl) for i, line in enumerate(lines)]
-        tables, placed = native(lines, ddl, self.partitions, self.database_hash, self._resolve)
-        topics = [self.topic_for(db, table) for db, table in tables]
-        return [(topics[t], [(part, lines[i])]) if t >= 0 and part >= 0 else self.route(lines[i], i in ddl)
-                for i, (t, part) in enumerate(placed)]
+    def place_all(self, lines: list[bytes], ddl: set[int], batch_id: int) -> list[Group]:
+        """A batch's Kafka messages per ``(topic, partition)``, in batch order: each group is
+        ``(topic, partition, messages, size, marks)``, ``messages`` the ``produce_batch`` dicts
+        (``{"value": record + ',"batchId":B,"seq":S}'}``), ``size`` their bytes, ``marks`` the
+        ``(seq, index)`` of the DDL records among them (``ddl``: their seqs). The native scanner
+        (``sluice_binlog.kafka_place``, the same hashes) when it is built, with :meth:`route` for
+        the records it leaves (rows on several partitions); this module alone without it."""
+        fixed = self.topic if self.partitions == 1 and not self.dynamic else None
+        native = _native_place()
+        if native is not None:
+            return native(lines, ddl, batch_id, self.partitions, self.database_hash, self._resolve,
+                          lambda seq: self.route(lines[seq], seq in ddl), fixed)
+        groups: dict[tuple[str, int], Group] = {}
+        for seq, line in enumerate(lines):
+            topic, placed = self.route(line, seq in ddl)
+            suffix = b',"batchId":%d,"seq":%d}' % (batch_id, seq)
+            for part, rec in placed:
+                group = groups.get((topic, part))
+                if group is None:
+                    group = groups[(topic, part)] = (topic, part, [], [0], [])
+                value = rec + suffix
+                if seq in ddl:
+                    group[4].append((seq, len(group[2])))
+                group[2].append({"value": value})
+                group[3][0] += len(value)
+        return [(topic, part, messages, size[0], marks) for topic, part, messages, size, marks in groups.values()]
 
-    def _resolve(self, database: str, table: str) -> tuple[int, list[str] | None]:
-        """The native scanner's rule of a table: (0, None) partition 0, (1, None) the table's hash,
-        (2, columns) the key columns' hash (None: the record's pkNames)."""
+    def _resolve(self, database: str, table: str) -> tuple[int, list[str] | None, str]:
+        """The native scanner's rule and topic of a table: mode 0 partition 0, 1 the table's hash,
+        2 the key columns' hash (columns None: the record's pkNames)."""
+        topic = self.topic_for(database, table)
         rule = self.rule_for(database, table)
         if rule is None:
-            return 0, None
+            return 0, None, topic
         if rule.table_hash:
-            return 1, None
-        return 2, None if rule.auto_pk else list(rule.columns)
+            return 1, None, topic
+        return 2, None if rule.auto_pk else list(rule.columns), topic
 
     def route(self, line: bytes, is_ddl: bool) -> tuple[str, list[tuple[int, bytes]]]:
         """The topic and ``[(partition, record)]`` of one encoded record (``line``: its JSON
@@ -187,8 +204,8 @@ class Router:
 
 
 @lru_cache(maxsize=1)
-def _native_route():  # noqa: ANN202 - the extension's function, or None
-    """``sluice_binlog.kafka_route`` when the native extension is built and not turned off
+def _native_place():  # noqa: ANN202 - the extension's function, or None
+    """``sluice_binlog.kafka_place`` when the native extension is built and not turned off
     (``SLUICE_CAPTURE_NATIVE=0``, as for capture's decoder)."""
     if os.environ.get("SLUICE_CAPTURE_NATIVE", "1").lower() in ("0", "false", "no", "off"):
         return None
@@ -196,7 +213,7 @@ def _native_route():  # noqa: ANN202 - the extension's function, or None
         import sluice_binlog
     except ImportError:
         return None
-    return getattr(sluice_binlog, "kafka_route", None)
+    return getattr(sluice_binlog, "kafka_place", None)
 
 
 @lru_cache(maxsize=4096)
