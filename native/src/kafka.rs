@@ -8,7 +8,6 @@
 //! malformed JSON, a non-string key value) is left to Python (`place.rs`).
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 
 /// Java's `String.hashCode` over the UTF-16 code units of `s`.
 pub fn java_hash(s: &str) -> i32 {
@@ -64,7 +63,7 @@ impl<'a> Scan<'a> {
     fn text(&mut self) -> Option<Cow<'a, str>> {
         self.eat(b'"')?;
         let from = self.i;
-        let end = self.b[from..].iter().position(|c| *c == b'"' || *c == b'\\')? + from;
+        let end = memchr::memchr2(b'"', b'\\', &self.b[from..])? + from;
         if self.b[end] == b'"' {
             self.i = end + 1;
             return std::str::from_utf8(&self.b[from..end]).ok().map(Cow::Borrowed);
@@ -133,7 +132,7 @@ impl<'a> Scan<'a> {
     fn skip_string(&mut self) -> Option<()> {
         self.eat(b'"')?;
         loop {
-            let at = self.b.get(self.i..)?.iter().position(|c| *c == b'"' || *c == b'\\')? + self.i;
+            let at = memchr::memchr2(b'"', b'\\', self.b.get(self.i..)?)? + self.i;
             if self.b[at] == b'"' {
                 self.i = at + 1;
                 return Some(());
@@ -274,7 +273,7 @@ pub fn row_hashes(line: &[u8], h: &Head, cols: &[String], base: i32) -> Option<V
     }
     s.eat(b'[')?;
     let mut out = Vec::new();
-    let mut values: HashMap<&str, i32> = HashMap::with_capacity(cols.len());
+    let mut values = vec![0i32; cols.len()]; // per key column (a column named twice hashes twice, as in Python)
     loop {
         match s.peek()? {
             b']' => return Some(out),
@@ -285,7 +284,7 @@ pub fn row_hashes(line: &[u8], h: &Head, cols: &[String], base: i32) -> Option<V
             _ => {}
         }
         s.eat(b'{')?;
-        values.clear();
+        values.fill(0);
         loop {
             match s.peek()? {
                 b'}' => {
@@ -300,21 +299,18 @@ pub fn row_hashes(line: &[u8], h: &Head, cols: &[String], base: i32) -> Option<V
             }
             let key = s.text()?;
             s.eat(b':')?;
-            match cols.iter().find(|c| c.as_str() == key.as_ref()) {
-                Some(c) => {
-                    let v = match s.opt_string() {
-                        Some(v) => v,
-                        None => return None, // a number or other non-string key value
-                    };
-                    values.insert(c.as_str(), v.map(|t| java_hash(&t)).unwrap_or(0));
+            if cols.iter().any(|c| c.as_str() == key.as_ref()) {
+                // None: a number or other non-string key value
+                let v = s.opt_string()?.map(|t| java_hash(&t)).unwrap_or(0);
+                for (j, c) in cols.iter().enumerate() {
+                    if c.as_str() == key.as_ref() {
+                        values[j] = v;
+                    }
                 }
-                None => s.skip_value()?,
+            } else {
+                s.skip_value()?;
             }
         }
-        let mut k = base;
-        for c in cols {
-            k ^= values.get(c.as_str()).copied().unwrap_or(0);
-        }
-        out.push(k);
+        out.push(values.iter().fold(base, |k, v| k ^ v));
     }
 }

@@ -71,12 +71,12 @@ impl<'py> Groups<'py> {
 /// The partition of each record (`which[i]`: its table's index, -1 unreadable), -1 where Python
 /// must place it. `rules[t]`: `(mode, columns)` as `resolve` gave them.
 fn partitions_of(lines: &[PyBackedBytes], heads: &[Option<kafka::Head>], which: &[i64],
-                 rules: &[(u8, Option<Vec<String>>)], ddl: &HashSet<usize>, partitions: i64,
+                 rules: &[(u8, Option<Vec<String>>)], ddl: &[bool], partitions: i64,
                  database_hash: bool) -> Vec<i64> {
     let mut db_hashes: HashMap<&str, i32> = HashMap::new();
     heads.iter().enumerate().map(|(i, h)| {
         let Some(h) = h else { return -1 };
-        if ddl.contains(&i) {
+        if ddl[i] {
             return 0;
         }
         let (mode, cols) = &rules[which[i] as usize];
@@ -113,12 +113,16 @@ fn partitions_of(lines: &[PyBackedBytes], heads: &[Option<kafka::Head>], which: 
 pub fn kafka_place<'py>(py: Python<'py>, lines: Vec<PyBackedBytes>, ddl: HashSet<usize>, batch_id: i64,
                         partitions: i64, database_hash: bool, resolve: Bound<'py, PyAny>,
                         fallback: Bound<'py, PyAny>, fixed_topic: Option<String>) -> PyResult<Vec<Group<'py>>> {
+    let mut is_ddl = vec![false; lines.len()];
+    for i in ddl.into_iter().filter(|i| *i < lines.len()) {
+        is_ddl[i] = true;
+    }
     let mut groups = Groups { index: HashMap::new(), topics: Vec::new(), topic_ids: HashMap::new(),
                               out: Vec::new(), batch_id };
     if let Some(topic) = fixed_topic {
         let t = groups.topic_id(&topic);
         for (i, line) in lines.iter().enumerate() {
-            groups.push(py, t, 0, line, i, ddl.contains(&i))?;
+            groups.push(py, t, 0, line, i, is_ddl[i])?;
         }
         return finish(py, groups);
     }
@@ -143,17 +147,16 @@ pub fn kafka_place<'py>(py: Python<'py>, lines: Vec<PyBackedBytes>, ddl: HashSet
         };
         which.push(t as i64);
     }
-    let parts = py.allow_threads(|| partitions_of(&lines, &heads, &which, &rules, &ddl, partitions, database_hash));
+    let parts = py.allow_threads(|| partitions_of(&lines, &heads, &which, &rules, &is_ddl, partitions, database_hash));
     for (i, line) in lines.iter().enumerate() {
-        let is_ddl = ddl.contains(&i);
         if which[i] >= 0 && parts[i] >= 0 {
-            groups.push(py, table_topic[which[i] as usize], parts[i], line, i, is_ddl)?;
+            groups.push(py, table_topic[which[i] as usize], parts[i], line, i, is_ddl[i])?;
             continue;
         }
         let (topic, placed): (String, Vec<(i64, PyBackedBytes)>) = fallback.call1((i,))?.extract()?;
         let t = groups.topic_id(&topic);
         for (part, rec) in placed {
-            groups.push(py, t, part, &rec, i, is_ddl)?;
+            groups.push(py, t, part, &rec, i, is_ddl[i])?;
         }
     }
     finish(py, groups)

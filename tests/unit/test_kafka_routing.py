@@ -57,7 +57,8 @@ def _record(rng: random.Random, *, rows: int, db: str, table: str, pk: list[str]
     return text.encode()[:-1]  # as capture hands lines to the store: without the closing brace
 
 
-@pytest.mark.parametrize("hash_config", ["d1\\..*:$pk$", "d1.t1:name^id;d1\\..*", "d2.*:$pk$", None])
+@pytest.mark.parametrize("hash_config", ["d1\\..*:$pk$", "d1.t1:name^id;d1\\..*", "d1.t1:id^id^name;d2.*:$pk$",
+                                         "d2.*:$pk$", None])
 @pytest.mark.parametrize("partitions", [2, 3, 7])
 def test_native_and_python_place_every_record_alike(monkeypatch, hash_config, partitions):
     rng = random.Random(f"{hash_config}-{partitions}")
