@@ -2,10 +2,10 @@
 
 The Python router (pipeline/store/kafka/routing.py) is the reference; the native
 ``sluice_binlog.kafka_place`` must give every record the same topic, partition and message
-bytes, in the same order, or leave it to Python (its ``fallback``). A record on the wrong partition breaks per-key order silently, so the
-records here are the awkward ones: non-ASCII and astral keys, escapes, nulls, empty strings,
-composite keys, multi-row records whose rows hash apart, DDL, column orders and key names that
-also appear as values.
+bytes, in the same order, or leave it to Python (its ``fallback``). A record on the wrong
+partition breaks per-key order silently, so the records here are the awkward ones: non-ASCII
+and astral keys, escapes, nulls, empty strings, composite keys (one column named twice), multi-row
+records whose rows hash apart, DDL, column orders and key names that also appear as values.
 """
 
 from __future__ import annotations
