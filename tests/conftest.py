@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +16,12 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+# A suite started in the background by a non-interactive shell (`scripts/test ... &`) inherits
+# SIGINT ignored, and so would every `sluice` it starts (an ignored signal stays ignored across
+# exec): the tests that stop `--follow` with SIGINT then wait in vain and fail. With a handler
+# here, the processes the tests start get SIGINT's default again, as from a terminal.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 SERVICES_CMD = [sys.executable, str(REPO / "scripts" / "services")]
 _failed: dict[str, str] = {}
 
