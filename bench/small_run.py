@@ -10,7 +10,8 @@ variants alternate, round after round, so that a change in the machine's load hi
   turn: the class-data-sharing archive (``scripts/bootstrap``: ``sluice jvm build``), C1-only JIT
   (``-XX:TieredStopAtLevel=1``), then importing the driver's pandas/pyarrow while the JVM starts
   (what ``pipeline/job/session.py`` does) and Python workers that import PySpark's cached
-  bytecode instead of its zip (``pipeline/job/pydaemon.py``) together ("all");
+  bytecode instead of its zip (``pipeline/job/pydaemon.py``) and plans interpreted instead of
+  compiled to Java (``pipeline.job.jvm.SMALL_SQL_CONF``) together ("all");
 * **run**: ``sluice run`` of a mirrorDb deployment into the target MariaDB (``spark.master:
   local[2]``, ``spark.partitions: 4``, as the issue measured) after ``--rows`` single-row INSERT
   transactions (and 2) on the source: capture, pre-flight, Spark, the sync, the run record; with
@@ -43,7 +44,7 @@ sys.path.insert(0, str(REPO))
 import yaml  # noqa: E402
 
 from bench.common import command_line, connect, record_row, services  # noqa: E402
-from pipeline.job.jvm import LOG_OPTS, SMALL_OPTS, archive_path  # noqa: E402
+from pipeline.job.jvm import LOG_OPTS, SMALL_OPTS, SMALL_SQL_CONF, archive_path  # noqa: E402
 
 SECTION = "## Small runs: a cold `sluice run` against the floor (bench/small_run.py)"
 INTRO = """
@@ -51,7 +52,8 @@ Wall seconds from process start to exit (JVM start included), median of `--round
 rounds. Floor = bare SparkSession (`local[2]`) + one trivial `mapInArrow` job on 2 rows + stop:
 Spark's defaults, + the class-data-sharing archive (CDS), + C1-only JIT, + the driver's imports
 while the JVM starts and (from 2026-11-25 11:50) workers importing PySpark's cached bytecode
-(all). Run = `sluice run` (mirrorDb into MariaDB, `spark.partitions: 4`)
+and (from 2026-11-25 18:40) plans interpreted instead of compiled to Java (all).
+Run = `sluice run` (mirrorDb into MariaDB, `spark.partitions: 4`)
 after N single-row INSERTs; "before" = JVM options off and a 4-partition round (as before issue
 19). Ratio = run (N rows) / floor with everything on; in brackets / Spark's default floor.
 Target: a run with <= 1000 rows <= 10 s and <= 1.2x the floor.
@@ -74,6 +76,8 @@ if os.environ.get("FLOOR_OPTS"):
     b = b.config("spark.driver.extraJavaOptions", os.environ["FLOOR_OPTS"])
 if os.environ.get("FLOOR_DAEMON"):
     b = b.config("spark.python.daemon.module", os.environ["FLOOR_DAEMON"])
+for k, v in __import__("json").loads(os.environ.get("FLOOR_CONF") or "{}").items():
+    b = b.config(k, v)
 spark = b.getOrCreate()
 def f(it):
     for batch in it:
@@ -99,7 +103,8 @@ def floor_variants() -> dict[str, dict[str, str]]:
     return {"floor default": {},
             "+ CDS": {"FLOOR_OPTS": arch},
             "+ CDS + C1": {"FLOOR_OPTS": f"{arch} {c1}"},
-            "all": {"FLOOR_OPTS": f"{arch} {c1}", "FLOOR_PREFETCH": "1", "FLOOR_DAEMON": "pipeline.job.pydaemon"}}
+            "all": {"FLOOR_OPTS": f"{arch} {c1}", "FLOOR_PREFETCH": "1", "FLOOR_DAEMON": "pipeline.job.pydaemon",
+                    "FLOOR_CONF": json.dumps(SMALL_SQL_CONF)}}
 
 
 def deployment(tmp: Path, src: dict, dst: dict, db: str, small_rows: int | None) -> Path:

@@ -29,6 +29,7 @@ from pipeline.job.group import GroupPlan, load_group
 from pipeline.job.partition import JobContext, apply_function
 from pipeline.job.plan import partitioned_changes, segments
 from pipeline.job.schema import RESULT_SCHEMA
+from pipeline.job.session import codegen_for_round
 from pipeline.logs import get_logger
 from pipeline.store import ChangeLog, open_store
 from pipeline.store.deadletter import DeadLetterStore
@@ -118,6 +119,7 @@ def run_sync(cfg: Config, group_id: str, spark: SparkSession, *, max_batches: in
             ids = [b.batch_id for b in batches]
             nrows = sum(b.rows for b in batches)
             nparts = round_partitions(nrows, partitions, cfg)
+            codegen_for_round(spark, nrows, cfg.spark.smallRows)
             log.info("round", group=group_id, batches=f"{ids[0]}..{ids[-1]}", rows=nrows, partitions=nparts)
             dml = store.frame(spark, batches, ordered=nparts == 1)
             in_order = store.in_order(batches)

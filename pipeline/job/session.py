@@ -54,11 +54,15 @@ def get_spark(conf: SparkConfig, app_name: str = "sluice-sync", master: str | No
             builder = builder.config(k, v)
     user_opts = conf.conf.get(DRIVER_JAVA_OPTIONS)
     if not submitted and not _jvm_running():
-        from pipeline.job.jvm import driver_java_options, merge_options
+        from pipeline.job.jvm import driver_java_options, merge_options, small_sql_conf
 
         opts = merge_options(driver_java_options(small), user_opts)
         if opts:
             builder = builder.config(DRIVER_JAVA_OPTIONS, opts)
+        for k, v in small_sql_conf(small).items():
+            if k not in conf.conf:  # the user's spark.conf wins
+                builder = builder.config(k, v)
+                _INTERPRETED.add(k)
         prefetch = threading.Thread(target=_prefetch_imports, name="sluice-prefetch", daemon=True)
         prefetch.start()
     elif user_opts:
@@ -66,6 +70,22 @@ def get_spark(conf: SparkConfig, app_name: str = "sluice-sync", master: str | No
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("SLUICE_SPARK_LOG_LEVEL", "WARN"))
     return spark
+
+
+#: the small-run settings this process gave its session (:func:`codegen_for_round`)
+_INTERPRETED: set[str] = set()
+
+
+def codegen_for_round(spark: SparkSession, rows: int, small_rows: int) -> None:
+    """A round of more than ``small_rows`` rows in a session started for a small run (the
+    pending count was an estimate, or more arrived): Spark's code generation back on for this
+    session's later jobs."""
+    if _INTERPRETED and not (small_rows and rows <= small_rows):
+        from pipeline.job.jvm import CODEGEN_SQL_CONF
+
+        for k in sorted(_INTERPRETED):
+            spark.conf.set(k, CODEGEN_SQL_CONF[k])
+        _INTERPRETED.clear()
 
 
 def _jvm_running() -> bool:

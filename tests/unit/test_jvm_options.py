@@ -69,3 +69,12 @@ def test_a_small_round_runs_in_one_partition():
     assert round_partitions(10, 3, cfg) == 3, "--partitions is obeyed"
     off = parse_config({"spark": {"partitions": 4, "smallRows": 0}})
     assert round_partitions(1, None, off) == 4
+
+
+def test_a_small_run_interprets_its_plans_unless_turned_off(monkeypatch):
+    monkeypatch.delenv("SLUICE_JVM_SMALL", raising=False)
+    assert jvm.small_sql_conf(True) == jvm.SMALL_SQL_CONF
+    assert jvm.small_sql_conf(False) == {}
+    assert set(jvm.CODEGEN_SQL_CONF) == set(jvm.SMALL_SQL_CONF)
+    monkeypatch.setenv("SLUICE_JVM_SMALL", "0")  # benchmarks compare: both JIT and SQL settings off
+    assert jvm.small_sql_conf(True) == {}
