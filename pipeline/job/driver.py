@@ -159,8 +159,7 @@ def run_sync(cfg: Config, group_id: str, spark: SparkSession, *, max_batches: in
                 raise
             finally:
                 dml.unpersist()
-            for b in batches:
-                store.ack(group_id, b.batch_id)
+            store.ack_round(group_id, ids)
             summary.batches += len(batches)
             summary.acked_to = ids[-1]
             log.info("acked", group=group_id, cursor=ids[-1])

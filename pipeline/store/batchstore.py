@@ -310,6 +310,11 @@ class BatchStore:
             ) from None
         self._cursors.write(group, batch_id, meta.end, "ack")
 
+    def ack_round(self, group: str, batch_ids: list[int]) -> None:
+        """Ack a round's batches in order (each one :meth:`ack` in turn)."""
+        for b in batch_ids:
+            self.ack(group, b)
+
     def rollback(self, group: str) -> None:
         """Forget what get handed out to ``group``; the next get starts again at the cursor."""
         validate_group(group)

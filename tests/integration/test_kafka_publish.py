@@ -92,3 +92,36 @@ def test_every_record_on_its_hashed_partition_and_the_batch_offsets_exact(tmp_pa
             assert not [r for off, r in got[p] if r["batchId"] == b and not lo <= off < hi]
         for seq, _topic, p, off in meta.ddl_at:  # DDL marks point at the DDL records
             assert dict(got[p])[off]["isDdl"] and dict(got[p])[off]["seq"] == seq
+
+
+def test_a_round_is_acked_with_one_commit_in_order_only(tmp_path, mariadb, kafka):
+    """``ack_round``: the group's offsets move from before the round to the end of its last batch
+    in one commit (lag 0 on every partition after it); a round that does not start right after
+    the cursor, or skips a batch, is refused and commits nothing."""
+    from pipeline.errors import OutOfOrderAckError
+    from pipeline.store.kafka.client import committed, list_offsets
+
+    db, parts = f"ka_{uuid.uuid4().hex[:6]}", 2
+    section = kafka_store(kafka, db, partitionsNum=parts, partitionHash=rf"{db}\..*:$pk$")
+    cfg = load_config(write_deployment(tmp_path, mariadb, name=db, include=rf"{db}\..*", groups=[], mappings={},
+                                       kafka=section))
+    store = open_store(cfg)
+    rng = random.Random(3)
+    with store.capture_lock():
+        store.set_start_position(POS)
+        for i in range(4):
+            store.append(_records(rng, db, 60), start=POS, end={**POS, "logpos": 5 + i})
+    got = [b.batch_id for b in store.get("g", 10)]
+    assert got == [1, 2, 3, 4]
+    for bad in ([2, 3], [1, 3], [1, 2, 2]):
+        with pytest.raises(OutOfOrderAckError):
+            store.ack_round("g", bad)
+        assert store.cursor("g") == 0
+    store.ack_round("g", [1, 2])
+    assert store.cursor("g") == 2
+    store.ack_round("g", [3, 4])
+    assert store.cursor("g") == 4
+    tps = [(db, p) for p in range(parts)]
+    ends = list_offsets(store.topics, tps, "latest")
+    offsets = committed(store.topics, "g", tps)
+    assert {tp: o for tp, (o, _) in offsets.items()} == ends  # lag 0 everywhere

@@ -89,6 +89,10 @@ class CanalTopicStore(KafkaStore):
 
         commit(self.topics, group, dict(b.end_offsets), {})
 
+    def ack_round(self, group: str, batch_ids: list[int]) -> None:
+        for b in batch_ids:
+            self.ack(group, b)
+
     def set_cursor(self, group: str, batch_id: int) -> int:
         if batch_id != 0:
             raise StoreError("on a canal topic the cursor can only be reset to 0 (every record again)",

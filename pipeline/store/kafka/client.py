@@ -161,21 +161,33 @@ def _coordinator_busy(e: KafkaException) -> bool:
 _READERS: dict[tuple[str, tuple[tuple[str, str], ...], str], Consumer] = {}
 
 
+def _group_client(topics: Topics, group: str) -> Consumer:
+    """The process's consumer for ``group``'s offsets (reused: a new consumer must find the
+    group's coordinator first, and a sync reads and commits several times)."""
+    key = (topics.bootstrap, topics.properties, group)
+    c = _READERS.get(key)
+    if c is None:
+        c = _READERS[key] = consumer(topics, group)
+    return c
+
+
+def _drop_group_client(topics: Topics, group: str) -> None:
+    """Forget the group's consumer after an error: its coordinator may be stale."""
+    c = _READERS.pop((topics.bootstrap, topics.properties, group), None)
+    if c is not None:
+        c.close()
+
+
 def committed(topics: Topics, group: str, tps: list[tuple[str, int]]) -> dict[tuple[str, int], tuple[int, str]]:
     """The group's committed (offset, metadata) per partition; partitions without one are left out."""
     if not tps:
         return {}
-    key = (topics.bootstrap, topics.properties, group)
     for attempt in range(RETRIES):
-        c = _READERS.get(key)
-        if c is None:
-            c = _READERS[key] = consumer(topics, group)
         try:
-            got = c.committed([TopicPartition(t, p) for t, p in tps], timeout=TIMEOUT)
+            got = _group_client(topics, group).committed([TopicPartition(t, p) for t, p in tps], timeout=TIMEOUT)
             break
         except KafkaException as e:
-            _READERS.pop(key, None)  # its coordinator may be stale: the next attempt asks afresh
-            c.close()
+            _drop_group_client(topics, group)  # the next attempt asks afresh
             if not _coordinator_busy(e) or attempt == RETRIES - 1:
                 raise fail(e, f"read the committed offsets of group {group}", topics) from None
             time.sleep(_backoff(attempt))
@@ -190,13 +202,11 @@ def commit(topics: Topics, group: str, offsets: dict[tuple[str, int], int], meta
     tps = [TopicPartition(t, p, off, metadata=metadata[(t, p)]) if (t, p) in metadata else TopicPartition(t, p, off)
            for (t, p), off in sorted(offsets.items())]
     for attempt in range(RETRIES):  # committing the same offsets again is harmless
-        c = consumer(topics, group)
         try:
-            c.commit(offsets=tps, asynchronous=False)
+            _group_client(topics, group).commit(offsets=tps, asynchronous=False)
             return
         except KafkaException as e:
+            _drop_group_client(topics, group)
             if not _coordinator_busy(e) or attempt == RETRIES - 1:
                 raise fail(e, f"commit the offsets of group {group}", topics) from None
-        finally:
-            c.close()
-        time.sleep(_backoff(attempt))
+            time.sleep(_backoff(attempt))
