@@ -80,16 +80,15 @@ def split_rows(routed: DataFrame, routes: list[Route], keyed: bool = True, keys:
     row); every other row passes through as is. ``keys``: ordered groups and key folds (None: none),
     see :mod:`pipeline.job.keyfold`; a key-changing UPDATE of an ordered group stays one UPDATE."""
     keys = keys or KeyPlan()
-    rows = routed.select(
-        "ridx", "midx", "type", "database", "table", "pkNames", "mysqlType", "batchId", "seq", "old", "rowNo",
-        F.posexplode("data").alias("row", "d"))
-    # Each DataFrame step is analyzed on its own (tens of ms on a warm driver, more under load,
-    # paid again by every sync): independent columns are added in one step (``withColumns``).
+    kept = ("ridx", "midx", "type", "database", "table", "pkNames", "mysqlType", "batchId", "seq")
+    rows = routed.select(*kept, "old", "rowNo", F.posexplode("data").alias("row", "d"))
+    # Each DataFrame step is analyzed on its own (tens of ms on a warm driver, 50 ms and more in
+    # a small run's cold JVM, paid again by every sync): independent columns are made in one step.
     # A record the Kafka store split across partitions keeps its rows' original numbers (rowNo).
-    rows = rows.withColumns({"o": F.try_element_at(F.col("old"), (F.col("row") + 1).cast("int")),
-                             "row": F.coalesce(F.try_element_at(F.col("rowNo"), (F.col("row") + 1).cast("int")),
-                                               F.col("row").cast("long")),
-                             "grp": keys.group_expr()}).drop("old", "rowNo")
+    rows = rows.select(*kept, "d", F.try_element_at(F.col("old"), (F.col("row") + 1).cast("int")).alias("o"),
+                       F.coalesce(F.try_element_at(F.col("rowNo"), (F.col("row") + 1).cast("int")),
+                                  F.col("row").cast("long")).alias("row"),
+                       keys.group_expr().alias("grp"))
     pk = F.coalesce(F.from_json(F.col("pkNames"), "array<string>"), F.array().cast("array<string>"))
     names = key_names_expr(routes, pk)
     is_update = (F.col("type") == "UPDATE") & F.col("o").isNotNull()
@@ -99,8 +98,10 @@ def split_rows(routed: DataFrame, routes: list[Route], keyed: bool = True, keys:
         rows = rows.withColumn("key", key_of())
         key = F.col("key")
     else:  # one partition: key names and a row image only for an UPDATE that touches a key column
-        rows = rows.withColumn("om", F.when(is_update, F.from_json(F.col("o"), _MAP)))
-        rows = rows.withColumn("knames", F.when(F.col("om").isNotNull(), names))
+        # (``knames`` for every UPDATE with a before-image: where ``om`` did not parse, nothing
+        # below uses them, as every use is behind ``om`` being there)
+        rows = rows.withColumns({"om": F.when(is_update, F.from_json(F.col("o"), _MAP)),
+                                 "knames": F.when(is_update, names)})
         touches = sql_lambda("exists(knames, k -> map_contains_key(om, k))")
         rows = rows.withColumn("dm", F.when(F.coalesce(touches, F.lit(False)), F.from_json(F.col("d"), _MAP)))
         key = key_of()
