@@ -46,10 +46,8 @@ def parsed_values(spark: Any, raw: Any, *, from_bytes: bool | None = None) -> An
 
 def has_byte_parser(spark: Any) -> bool:
     """Whether ``sluice-spark.jar`` (``sluice.spark.KafkaValues``) is on the session's class path."""
-    from py4j.java_gateway import JavaClass
-
-    try:
-        return isinstance(spark._jvm.sluice.spark.KafkaValues, JavaClass)
+    try:  # py4j answers a class it found with a JavaClass, a name it did not with a JavaPackage
+        return type(spark._jvm.sluice.spark.KafkaValues).__name__ == "JavaClass"
     except Exception:  # noqa: BLE001 - no JVM view (e.g. Spark Connect): the text path
         return False
 
