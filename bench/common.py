@@ -134,7 +134,8 @@ def timed_sync(cfg_path: Path, spark: Any, store: BatchStore, partitions: int) -
 def record_row(doc: Path, section: str, intro: str, line: str) -> None:
     """Add a table row under the heading ``section`` of ``doc``; ``intro`` (text + table header)
     is written after the heading first if the section has no table yet. The section ends at the
-    next heading of the same or a higher level."""
+    next heading of the same or a higher level; the row goes at the end of its first table (a
+    later table in the section, say of probes, is narrative)."""
     lines = doc.read_text().splitlines() if doc.exists() else ["# Benchmarks"]
     level = section.split(" ", 1)[0]
     try:
@@ -146,7 +147,10 @@ def record_row(doc: Path, section: str, intro: str, line: str) -> None:
                 if lines[i].startswith("#") and len(lines[i].split(" ", 1)[0]) <= len(level)), len(lines))
     rows = [i for i in range(start + 1, end) if lines[i].startswith("|")]
     if rows:
-        lines.insert(rows[-1] + 1, line)
+        last = rows[0]
+        while last + 1 < end and lines[last + 1].startswith("|"):
+            last += 1
+        lines.insert(last + 1, line)
     else:
         at = start + 1
         while at < end and not lines[at].strip():
