@@ -57,6 +57,15 @@ def _read(bootstrap: str, topic: str, partitions: int) -> dict[int, list[tuple[i
     return got
 
 
+def _hashed_store(tmp_path, mariadb, kafka, prefix: str, parts: int):
+    """A Kafka store on a fresh topic of ``parts`` partitions, rows hashed by primary key."""
+    db = f"{prefix}_{uuid.uuid4().hex[:6]}"
+    section = kafka_store(kafka, db, partitionsNum=parts, partitionHash=rf"{db}\..*:$pk$")
+    cfg = load_config(write_deployment(tmp_path, mariadb, name=db, include=rf"{db}\..*", groups=[], mappings={},
+                                       kafka=section))
+    return db, open_store(cfg)
+
+
 @pytest.mark.parametrize("native", [True, False], ids=["native-router", "python-router"])
 def test_every_record_on_its_hashed_partition_and_the_batch_offsets_exact(tmp_path, mariadb, kafka, monkeypatch,
                                                                          native):
@@ -64,11 +73,8 @@ def test_every_record_on_its_hashed_partition_and_the_batch_offsets_exact(tmp_pa
         monkeypatch.setattr(routing, "_native_place", lambda: None)
     elif routing._native_place() is None:  # scripts/bootstrap builds it: without it this case would test Python twice
         pytest.fail("the native extension (sluice_binlog.kafka_place) is not built (scripts/bootstrap)", pytrace=False)
-    db, parts = f"kp_{uuid.uuid4().hex[:6]}", 3
-    section = kafka_store(kafka, db, partitionsNum=parts, partitionHash=rf"{db}\..*:$pk$")
-    cfg = load_config(write_deployment(tmp_path, mariadb, name=db, include=rf"{db}\..*", groups=[], mappings={},
-                                       kafka=section))
-    store = open_store(cfg)
+    parts = 3
+    db, store = _hashed_store(tmp_path, mariadb, kafka, "kp", parts)
     rng = random.Random(7)
     batches = [_records(rng, db, 400) for _ in range(3)]
     with store.capture_lock():
@@ -101,11 +107,8 @@ def test_a_round_is_acked_with_one_commit_in_order_only(tmp_path, mariadb, kafka
     from pipeline.errors import OutOfOrderAckError
     from pipeline.store.kafka.client import committed, list_offsets
 
-    db, parts = f"ka_{uuid.uuid4().hex[:6]}", 2
-    section = kafka_store(kafka, db, partitionsNum=parts, partitionHash=rf"{db}\..*:$pk$")
-    cfg = load_config(write_deployment(tmp_path, mariadb, name=db, include=rf"{db}\..*", groups=[], mappings={},
-                                       kafka=section))
-    store = open_store(cfg)
+    parts = 2
+    db, store = _hashed_store(tmp_path, mariadb, kafka, "ka", parts)
     rng = random.Random(3)
     with store.capture_lock():
         store.set_start_position(POS)

@@ -40,8 +40,11 @@ public final class KafkaValues {
         .add("offset", DataTypes.LongType)
         .add("value", value)
         .add("bad", DataTypes.BooleanType, false);
-    RDD<InternalRow> rows = kafka.select("topic", "partition", "offset", "value").queryExecution().toRdd();
-    RDD<InternalRow> parsed = rows.toJavaRDD().mapPartitions(new Parse(schemaJson)).rdd();
+    // the source's own rows, read by ordinal (a select would copy every value once more)
+    StructType in = kafka.schema();
+    int[] at = {in.fieldIndex("topic"), in.fieldIndex("partition"), in.fieldIndex("offset"), in.fieldIndex("value")};
+    RDD<InternalRow> rows = kafka.queryExecution().toRdd();
+    RDD<InternalRow> parsed = rows.toJavaRDD().mapPartitions(new Parse(schemaJson, at)).rdd();
     return kafka.sparkSession().internalCreateDataFrame(parsed, out, false);
   }
 
@@ -49,9 +52,11 @@ public final class KafkaValues {
   static final class Parse implements FlatMapFunction<Iterator<InternalRow>, InternalRow> {
     private static final long serialVersionUID = 1L;
     private final String schemaJson;
+    private final int[] at;  // ordinals of topic, partition, offset, value in the source's rows
 
-    Parse(String schemaJson) {
+    Parse(String schemaJson, int[] at) {
       this.schemaJson = schemaJson;
+      this.at = at;
     }
 
     @Override
@@ -82,10 +87,10 @@ public final class KafkaValues {
         @Override
         public InternalRow next() {
           InternalRow r = rows.next();  // the source may reuse it: take copies
-          UTF8String topic = r.isNullAt(0) ? null : r.getUTF8String(0).clone();
-          int partition = r.getInt(1);
-          long offset = r.getLong(2);
-          byte[] bytes = r.isNullAt(3) ? null : r.getBinary(3);
+          UTF8String topic = r.isNullAt(at[0]) ? null : r.getUTF8String(at[0]).clone();
+          int partition = r.getInt(at[1]);
+          long offset = r.getLong(at[2]);
+          byte[] bytes = r.isNullAt(at[3]) ? null : r.getBinary(at[3]);
           InternalRow value = bytes == null || !startsWithObject(bytes) ? null : one(bytes);
           return new GenericInternalRow(new Object[] {topic, partition, offset, value, value == null});
         }
@@ -98,7 +103,9 @@ public final class KafkaValues {
             if (!it.hasNext()) {
               return null;
             }
-            InternalRow row = it.next().copy();
+            // a new row per record (JacksonParser.convertObject), its strings new or slices of
+            // `bytes`, which is this record's own copy (getBinary): nothing to copy again
+            InternalRow row = it.next();
             // what follows the object's closing brace (the parser's last token; the parser is
             // closed by now, and a closed parser's current location is the end of the input,
             // but its last token's location stays) must be blank
