@@ -135,7 +135,10 @@ def test_canal_records_take_their_place_as_position(spark, from_bytes):
     b'{"type": "INSERT", "batchId": 1, "seq": 0}',   # DML without data
     b'{"type": "INSERT", "data": [{"id": "1"}], "batchId": "one", "seq": 0}',   # a field of the wrong type
     b'{"type": "INSERT", "data": [{"id": "1"}], "batchId": 1, "seq": 0}{"type": "INSERT"}',  # two objects
-], ids=["object", "malformed", "trailing", "array", "string", "empty", "null", "binary", "no-data", "type", "two"])
+    b'{"database": "db", "type": "INSERT", "data": [{"id": "\xff\xfe"}], "batchId": 1, "seq": 0}',  # not UTF-8 inside
+    b'{"database": "db", "type": "UPDATE", "batchId": 1, "seq": 0}',  # parses, no data, its database not the filter's
+], ids=["object", "malformed", "trailing", "array", "string", "empty", "null", "binary", "no-data", "type", "two",
+        "utf8-inside", "parses-db"])
 @PATHS
 def test_a_poison_value_names_topic_partition_and_offset(spark, value, from_bytes):
     good = json.dumps(AWKWARD[0]).encode()
@@ -144,6 +147,18 @@ def test_a_poison_value_names_topic_partition_and_offset(spark, value, from_byte
     with pytest.raises(Exception) as e:
         df.where("database = 'no such database'").collect()  # a filter that would drop it unchecked
     assert f"{POISON}: topic shop.orders-v2 partition 3 offset 2:" in str(e.value)
+
+
+def test_a_member_after_the_object_is_poison_from_the_bytes(spark):
+    """From the bytes a value must be exactly one object. (From text it is spliced into the line
+    ``{...,"value":<value>}``, where ``{...},"k":1`` reads as one more member of that line and is
+    not seen: a limit of the fallback, docs/kafka.md.)"""
+    good = json.dumps(AWKWARD[0]).encode()
+    value = good + b',"value": {"type": "DELETE", "data": [{"id": "9"}], "batchId": 1, "seq": 0}'
+    df = parse_values(spark, kafka_rows(spark, [good, value], topic="t", partition=0), canal=False, from_bytes=True)
+    with pytest.raises(Exception) as e:
+        df.collect()
+    assert f"{POISON}: topic t partition 0 offset 1:" in str(e.value)
 
 
 @PATHS

@@ -178,6 +178,13 @@ def _drop_group_client(topics: Topics, group: str) -> None:
         c.close()
 
 
+def _raise_partition_error(tps: list[TopicPartition]) -> None:
+    """Raise the first per-partition error of a commit's or committed-read's answer."""
+    for tp in tps:
+        if tp.error is not None:
+            raise KafkaException(tp.error)
+
+
 def committed(topics: Topics, group: str, tps: list[tuple[str, int]]) -> dict[tuple[str, int], tuple[int, str]]:
     """The group's committed (offset, metadata) per partition; partitions without one are left out."""
     if not tps:
@@ -185,6 +192,7 @@ def committed(topics: Topics, group: str, tps: list[tuple[str, int]]) -> dict[tu
     for attempt in range(RETRIES):
         try:
             got = _group_client(topics, group).committed([TopicPartition(t, p) for t, p in tps], timeout=TIMEOUT)
+            _raise_partition_error(got)  # a partition's own error is not "no offset"
             break
         except KafkaException as e:
             _drop_group_client(topics, group)  # the next attempt asks afresh
@@ -198,12 +206,13 @@ def committed(topics: Topics, group: str, tps: list[tuple[str, int]]) -> dict[tu
 def commit(topics: Topics, group: str, offsets: dict[tuple[str, int], int], metadata: dict[tuple[str, int], str]
            ) -> None:
     """Commit the group's offsets, all partitions in one request (one record batch in the group's
-    ``__consumer_offsets`` partition: all of them or none)."""
+    ``__consumer_offsets`` partition: all of them or none). librdkafka reports an error of some
+    partitions only in the returned list, not as an exception: those raise too."""
     tps = [TopicPartition(t, p, off, metadata=metadata[(t, p)]) if (t, p) in metadata else TopicPartition(t, p, off)
            for (t, p), off in sorted(offsets.items())]
     for attempt in range(RETRIES):  # committing the same offsets again is harmless
         try:
-            _group_client(topics, group).commit(offsets=tps, asynchronous=False)
+            _raise_partition_error(_group_client(topics, group).commit(offsets=tps, asynchronous=False) or [])
             return
         except KafkaException as e:
             _drop_group_client(topics, group)

@@ -14,7 +14,10 @@ Two ways, the same rows (``topic``, ``partition``, ``offset``, ``value`` of
   (``DataFrameReader.json(Dataset)``, public in Scala, reached through py4j). Each line carries
   the record's place, ``{"topic":..,"partition":..,"offset":..,"value":<the record>}``; a line the
   reader cannot parse keeps its text, and the place is read back from its start (written here,
-  always intact).
+  always intact). A value that is not UTF-8 is poison here too. What this path cannot see: a value
+  that is an object followed by more members (``{...},"k":1``) reads as a longer line, the extra
+  members ignored (or, named ``value``, taking its place); no producer writes that, and the
+  byte path refuses it.
 
 Both are faster than ``from_json``, which in Spark 4.2 decodes every value through an
 ``InputStreamReader`` and writes every row image out again with a JSON generator
@@ -88,9 +91,12 @@ def _from_text(spark: Any, raw: Any) -> Any:
     from pipeline.job.schema import JOB_SCHEMA
 
     t, p, o, v, end = _WRAP
+    # a value that is not UTF-8 becomes nothing (a line the reader cannot parse: poison), where the
+    # cast to a Java String would have replaced its bad bytes with U+FFFD
+    text = F.col("value").cast("string")
+    text = F.when(F.expr("is_valid_utf8(cast(value as string))"), text).otherwise(F.lit(""))
     line = F.concat(F.lit(t), F.col("topic"), F.lit(p), F.col("partition").cast("string"), F.lit(o),
-                    F.col("offset").cast("string"), F.lit(v),
-                    F.coalesce(F.col("value").cast("string"), F.lit("")), F.lit(end))
+                    F.col("offset").cast("string"), F.lit(v), F.coalesce(text, F.lit("")), F.lit(end))
     lines = getattr(raw.select(line.alias("value"))._jdf, "as")(spark._jvm.org.apache.spark.sql.Encoders.STRING())
     schema = StructType([StructField("topic", StringType()), StructField("partition", IntegerType()),
                          StructField("offset", LongType()), StructField("value", JOB_SCHEMA),
