@@ -29,6 +29,7 @@ mod floats;
 mod json;
 mod kafka;
 mod place;
+mod producer;
 mod rows;
 mod values;
 
@@ -174,6 +175,10 @@ fn sluice_binlog(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Stream>()?;
     m.add_function(wrap_pyfunction!(decode_value, m)?)?;
     m.add_function(wrap_pyfunction!(place::kafka_place, m)?)?;
+    m.add_function(wrap_pyfunction!(producer::kafka_plan, m)?)?;
+    m.add_class::<producer::Plan>()?;
+    m.add_class::<producer::TxProducer>()?;
+    m.add("KafkaNativeError", m.py().get_type::<producer::KafkaNativeError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -1,13 +1,15 @@
-//! `kafka_place`: a batch's encoded Dml records grouped into the Kafka messages capture produces.
+//! A batch's encoded Dml records placed into the Kafka messages capture produces.
 //!
 //! For every record (JSON without its closing `}`) the topic and partition (canal's rules, as
-//! `kafka.rs` hashes them), the message value (the record, then `,"batchId":B,"seq":S}`), and per
-//! `(topic, partition)` the messages in batch order, built as the `{"value": bytes}` dicts that
-//! confluent-kafka's `produce_batch` takes. Scanning and hashing run with the GIL released; only
-//! the dicts are built with it held. `pipeline/store/kafka/routing.py` (`Router.place_all`) is the
-//! reference and the fallback: a record this scanner cannot place with certainty (rows on several
-//! partitions, malformed JSON, a non-string key value) is handed to Python's `fallback(seq)`,
-//! whose `(topic, [(partition, record)])` is placed in the record's turn, so order is kept.
+//! `kafka.rs` hashes them) and the message value (the record, then `,"batchId":B,"seq":S}`), in
+//! batch order (`place_all`). Scanning and hashing run with the GIL released. `producer.rs`
+//! (`kafka_plan`) lays the values in one buffer for the native producer; `kafka_place` builds
+//! each `(topic, partition)`'s messages as the `{"value": bytes}` dicts confluent-kafka's
+//! `produce_batch` takes (its producer is the fallback: TLS/SASL settings).
+//! `pipeline/store/kafka/routing.py` (`Router.place_all`) is the reference and the fallback: a
+//! record this scanner cannot place with certainty (rows on several partitions, malformed JSON,
+//! a non-string key value) is handed to Python's `fallback(seq)`, whose `(topic, [(partition,
+//! record)])` is placed in the record's turn, so order is kept.
 
 use std::collections::{HashMap, HashSet};
 
@@ -21,16 +23,33 @@ use crate::kafka;
 /// One `(topic, partition)`'s messages: `(topic, partition, [{"value": bytes}], bytes in values,
 /// [(seq, index)] of the DDL records among them)`.
 type Group<'py> = (String, i64, Bound<'py, PyList>, usize, Vec<(usize, usize)>);
+/// A `Group` being built: its topic's index, and its messages as a vector.
+type Pending<'py> = (usize, i64, Vec<Bound<'py, PyDict>>, usize, Vec<(usize, usize)>);
 
-struct Groups<'py> {
-    index: HashMap<(usize, i64), usize>,
-    topics: Vec<String>,
-    topic_ids: HashMap<String, usize>,
-    out: Vec<(usize, i64, Vec<Bound<'py, PyDict>>, usize, Vec<(usize, usize)>)>,
-    batch_id: i64,
+/// Where one message's record comes from: the batch's own line, or a record Python built (a
+/// split multi-row record).
+pub enum Body {
+    Line(usize),
+    Owned(Vec<u8>),
 }
 
-impl<'py> Groups<'py> {
+/// One message of a batch, in batch order: its topic (an index into `Placement::topics`),
+/// partition, record and the record's seq.
+pub struct Placed {
+    pub topic: usize,
+    pub part: i64,
+    pub seq: usize,
+    pub body: Body,
+}
+
+/// A batch's messages (batch order) and the topics they name.
+pub struct Placement {
+    pub topics: Vec<String>,
+    topic_ids: HashMap<String, usize>,
+    pub messages: Vec<Placed>,
+}
+
+impl Placement {
     fn topic_id(&mut self, topic: &str) -> usize {
         if let Some(t) = self.topic_ids.get(topic) {
             return *t;
@@ -39,33 +58,11 @@ impl<'py> Groups<'py> {
         self.topic_ids.insert(topic.to_string(), self.topics.len() - 1);
         self.topics.len() - 1
     }
+}
 
-    fn push(&mut self, py: Python<'py>, topic: usize, part: i64, rec: &[u8], seq: usize, is_ddl: bool) -> PyResult<()> {
-        let suffix = format!(",\"batchId\":{},\"seq\":{}}}", self.batch_id, seq);
-        let len = rec.len() + suffix.len();
-        let value = PyBytes::new_with(py, len, |buf| {
-            buf[..rec.len()].copy_from_slice(rec);
-            buf[rec.len()..].copy_from_slice(suffix.as_bytes());
-            Ok(())
-        })?;
-        let message = PyDict::new(py);
-        message.set_item(intern!(py, "value"), value)?;
-        let g = match self.index.get(&(topic, part)) {
-            Some(g) => *g,
-            None => {
-                self.out.push((topic, part, Vec::new(), 0, Vec::new()));
-                self.index.insert((topic, part), self.out.len() - 1);
-                self.out.len() - 1
-            }
-        };
-        let group = &mut self.out[g];
-        if is_ddl {
-            group.4.push((seq, group.2.len()));
-        }
-        group.2.push(message);
-        group.3 += len;
-        Ok(())
-    }
+/// The message value of a record: the record, then `,"batchId":B,"seq":S}`.
+pub fn suffix(batch_id: i64, seq: usize) -> String {
+    format!(",\"batchId\":{},\"seq\":{}}}", batch_id, seq)
 }
 
 /// The partition of each record (`which[i]`: its table's index, -1 unreadable), -1 where Python
@@ -103,28 +100,19 @@ fn partitions_of(lines: &[PyBackedBytes], heads: &[Option<kafka::Head>], which: 
     }).collect()
 }
 
-/// A batch's messages per `(topic, partition)`, in batch order (see the module docs).
-/// `resolve(database, table)` gives `(mode, columns, topic)`: mode 0 partition 0, 1 the table's
-/// hash, 2 the key columns' hash (`columns` None: the record's `pkNames`). `fixed_topic`: one
-/// topic and one partition for every record (nothing is scanned).
-#[pyfunction]
-#[pyo3(signature = (lines, ddl, batch_id, partitions, database_hash, resolve, fallback, fixed_topic=None))]
+/// A batch's messages in batch order (see the module docs). `resolve(database, table)` gives
+/// `(mode, columns, topic)`: mode 0 partition 0, 1 the table's hash, 2 the key columns' hash
+/// (`columns` None: the record's `pkNames`). `fixed_topic`: one topic and one partition for every
+/// record (nothing is scanned).
 #[allow(clippy::too_many_arguments)]
-pub fn kafka_place<'py>(py: Python<'py>, lines: Vec<PyBackedBytes>, ddl: HashSet<usize>, batch_id: i64,
-                        partitions: i64, database_hash: bool, resolve: Bound<'py, PyAny>,
-                        fallback: Bound<'py, PyAny>, fixed_topic: Option<String>) -> PyResult<Vec<Group<'py>>> {
-    let mut is_ddl = vec![false; lines.len()];
-    for i in ddl.into_iter().filter(|i| *i < lines.len()) {
-        is_ddl[i] = true;
-    }
-    let mut groups = Groups { index: HashMap::new(), topics: Vec::new(), topic_ids: HashMap::new(),
-                              out: Vec::new(), batch_id };
+pub fn place_all(py: Python<'_>, lines: &[PyBackedBytes], partitions: i64, database_hash: bool,
+                 is_ddl: &[bool], resolve: &Bound<'_, PyAny>, fallback: &Bound<'_, PyAny>,
+                 fixed_topic: Option<String>) -> PyResult<Placement> {
+    let mut out = Placement { topics: Vec::new(), topic_ids: HashMap::new(), messages: Vec::with_capacity(lines.len()) };
     if let Some(topic) = fixed_topic {
-        let t = groups.topic_id(&topic);
-        for (i, line) in lines.iter().enumerate() {
-            groups.push(py, t, 0, line, i, is_ddl[i])?;
-        }
-        return finish(py, groups);
+        let t = out.topic_id(&topic);
+        out.messages.extend((0..lines.len()).map(|i| Placed { topic: t, part: 0, seq: i, body: Body::Line(i) }));
+        return Ok(out);
     }
     let heads: Vec<Option<kafka::Head>> = py.allow_threads(|| lines.iter().map(|l| kafka::head(l)).collect());
     let mut index: HashMap<String, HashMap<String, usize>> = HashMap::new();
@@ -140,30 +128,75 @@ pub fn kafka_place<'py>(py: Python<'py>, lines: Vec<PyBackedBytes>, ddl: HashSet
                 let (mode, cols, topic): (u8, Option<Vec<String>>, String) =
                     resolve.call1((h.database.as_str(), h.table.as_str()))?.extract()?;
                 rules.push((mode, cols));
-                table_topic.push(groups.topic_id(&topic));
+                table_topic.push(out.topic_id(&topic));
                 index.entry(h.database.clone()).or_default().insert(h.table.clone(), rules.len() - 1);
                 rules.len() - 1
             }
         };
         which.push(t as i64);
     }
-    let parts = py.allow_threads(|| partitions_of(&lines, &heads, &which, &rules, &is_ddl, partitions, database_hash));
-    for (i, line) in lines.iter().enumerate() {
+    let parts = py.allow_threads(|| partitions_of(lines, &heads, &which, &rules, is_ddl, partitions, database_hash));
+    for i in 0..lines.len() {
         if which[i] >= 0 && parts[i] >= 0 {
-            groups.push(py, table_topic[which[i] as usize], parts[i], line, i, is_ddl[i])?;
+            out.messages.push(Placed { topic: table_topic[which[i] as usize], part: parts[i], seq: i, body: Body::Line(i) });
             continue;
         }
         let (topic, placed): (String, Vec<(i64, PyBackedBytes)>) = fallback.call1((i,))?.extract()?;
-        let t = groups.topic_id(&topic);
+        let t = out.topic_id(&topic);
         for (part, rec) in placed {
-            groups.push(py, t, part, &rec, i, is_ddl[i])?;
+            out.messages.push(Placed { topic: t, part, seq: i, body: Body::Owned(rec.to_vec()) });
         }
     }
-    finish(py, groups)
+    Ok(out)
 }
 
-fn finish<'py>(py: Python<'py>, groups: Groups<'py>) -> PyResult<Vec<Group<'py>>> {
-    let Groups { topics, out, .. } = groups;
+/// `is_ddl[seq]` for a batch of `n` records whose DDL records are `ddl`.
+pub fn ddl_flags(n: usize, ddl: HashSet<usize>) -> Vec<bool> {
+    let mut is_ddl = vec![false; n];
+    for i in ddl.into_iter().filter(|i| *i < n) {
+        is_ddl[i] = true;
+    }
+    is_ddl
+}
+
+/// A batch's messages per `(topic, partition)`, in batch order, as the `{"value": bytes}` dicts
+/// of confluent-kafka's `produce_batch` (see the module docs and `place_all`).
+#[pyfunction]
+#[pyo3(signature = (lines, ddl, batch_id, partitions, database_hash, resolve, fallback, fixed_topic=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn kafka_place<'py>(py: Python<'py>, lines: Vec<PyBackedBytes>, ddl: HashSet<usize>, batch_id: i64,
+                        partitions: i64, database_hash: bool, resolve: Bound<'py, PyAny>,
+                        fallback: Bound<'py, PyAny>, fixed_topic: Option<String>) -> PyResult<Vec<Group<'py>>> {
+    let is_ddl = ddl_flags(lines.len(), ddl);
+    let placement = place_all(py, &lines, partitions, database_hash, &is_ddl, &resolve, &fallback, fixed_topic)?;
+    let mut index: HashMap<(usize, i64), usize> = HashMap::new();
+    let mut out: Vec<Pending<'py>> = Vec::new();
+    for m in &placement.messages {
+        let rec: &[u8] = match &m.body {
+            Body::Line(i) => &lines[*i],
+            Body::Owned(v) => v,
+        };
+        let tail = suffix(batch_id, m.seq);
+        let len = rec.len() + tail.len();
+        let value = PyBytes::new_with(py, len, |buf| {
+            buf[..rec.len()].copy_from_slice(rec);
+            buf[rec.len()..].copy_from_slice(tail.as_bytes());
+            Ok(())
+        })?;
+        let message = PyDict::new(py);
+        message.set_item(intern!(py, "value"), value)?;
+        let g = *index.entry((m.topic, m.part)).or_insert_with(|| {
+            out.push((m.topic, m.part, Vec::new(), 0, Vec::new()));
+            out.len() - 1
+        });
+        let group = &mut out[g];
+        if is_ddl[m.seq] {
+            group.4.push((m.seq, group.2.len()));
+        }
+        group.2.push(message);
+        group.3 += len;
+    }
+    let topics = placement.topics;
     out.into_iter()
         .map(|(t, part, messages, size, marks)| Ok((topics[t].clone(), part, PyList::new(py, messages)?, size, marks)))
         .collect()

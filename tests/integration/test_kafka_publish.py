@@ -17,7 +17,9 @@ from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from pipeline.config import load_config
 from pipeline.store import open_store
-from pipeline.store.kafka import routing
+from pipeline.store.kafka import routing, txnative
+from pipeline.store.kafka.txconfluent import ConfluentTx
+from pipeline.store.kafka.txnative import NativeTx
 from tests.support.deploy import kafka_store, write_deployment
 
 POS = {"logfile": "mysql-bin.000001", "logpos": 4}
@@ -66,13 +68,19 @@ def _hashed_store(tmp_path, mariadb, kafka, prefix: str, parts: int):
     return db, open_store(cfg)
 
 
-@pytest.mark.parametrize("native", [True, False], ids=["native-router", "python-router"])
+@pytest.mark.parametrize("producer,router", [("native", "native"), ("confluent", "native"), ("confluent", "python")],
+                         ids=["native-producer", "confluent-native-router", "confluent-python-router"])
 def test_every_record_on_its_hashed_partition_and_the_batch_offsets_exact(tmp_path, mariadb, kafka, monkeypatch,
-                                                                         native):
-    if not native:
+                                                                         producer, router):
+    """Each of capture's producers (the native one, confluent-kafka's with the native or the
+    Python router) places and reports the same."""
+    if routing._native_place() is None or not txnative.supports({}):
+        # scripts/bootstrap builds them: without them these cases would test the fallback three times
+        pytest.fail("the native extension (sluice_binlog) is not built (scripts/bootstrap)", pytrace=False)
+    if producer == "confluent":
+        monkeypatch.setattr(txnative, "supports", lambda settings: False)
+    if router == "python":
         monkeypatch.setattr(routing, "_native_place", lambda: None)
-    elif routing._native_place() is None:  # scripts/bootstrap builds it: without it this case would test Python twice
-        pytest.fail("the native extension (sluice_binlog.kafka_place) is not built (scripts/bootstrap)", pytrace=False)
     parts = 3
     db, store = _hashed_store(tmp_path, mariadb, kafka, "kp", parts)
     rng = random.Random(7)
@@ -80,6 +88,8 @@ def test_every_record_on_its_hashed_partition_and_the_batch_offsets_exact(tmp_pa
     with store.capture_lock():
         store.set_start_position(POS)
         metas = [store.append(recs, start=POS, end={**POS, "logpos": 5 + i}) for i, recs in enumerate(batches)]
+        used = type(store._producer._p)
+    assert used is (NativeTx if producer == "native" else ConfluentTx)
     got = _read(kafka["bootstrap"], db, parts)
     router = routing.Router(db, None, parts, rf"{db}\..*:$pk$")
     for b, recs in enumerate(batches, start=1):
@@ -128,3 +138,33 @@ def test_a_round_is_acked_with_one_commit_in_order_only(tmp_path, mariadb, kafka
     ends = list_offsets(store.topics, tps, "latest")
     offsets = committed(store.topics, "g", tps)
     assert {tp: o for tp, (o, _) in offsets.items()} == ends  # lag 0 everywhere
+
+
+@pytest.mark.parametrize("producer", ["native", "confluent"])
+def test_a_fenced_producer_fails_clearly_and_publishes_nothing(tmp_path, mariadb, kafka, monkeypatch, producer):
+    """A second producer with the same transactional id fences the first: the first's next batch
+    is refused with one clear error (librdkafka's fatal fencing, through either backend's error
+    translation), nothing of it becomes visible, and the second publishes normally."""
+    from pipeline.errors import SluiceError
+    from pipeline.store.kafka.producer import BatchProducer
+
+    if producer == "confluent":
+        monkeypatch.setattr(txnative, "supports", lambda settings: False)
+    db, store = _hashed_store(tmp_path, mariadb, kafka, "kf", 2)
+    router = routing.Router(db, None, 2, rf"{db}\..*:$pk$")
+    tid = f"sluice-test-fence.{db}"
+    first, second = BatchProducer(store.topics, router, tid), BatchProducer(store.topics, router, tid)
+    lines = [json.dumps(r, separators=(",", ":")).encode()[:-1] for r in _records(random.Random(5), db, 30)]
+    try:
+        first.open()
+        first.publish("s", 1, lines, 30, (), POS, POS, False, {})
+        second.open()  # fences the first
+        with pytest.raises(SluiceError) as err:
+            first.publish("s", 2, lines, 30, (), POS, POS, False, {})
+        assert "cannot publish batch 2" in str(err.value) and "fenced" in str(err.value).lower(), str(err.value)
+        second.publish("s", 2, lines, 30, (), POS, POS, False, {})
+    finally:
+        first.close()
+        second.close()
+    seen = sorted({(r["batchId"], r["seq"]) for recs in _read(kafka["bootstrap"], db, 2).values() for _, r in recs})
+    assert seen == sorted({(b, s) for b in (1, 2) for s in range(30)})  # the fenced batch 2 is not among them twice

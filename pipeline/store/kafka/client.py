@@ -59,6 +59,9 @@ def fail(e: BaseException, what: str, topics: Topics) -> BaseException:
                          KafkaError.LEADER_NOT_AVAILABLE, KafkaError.NETWORK_EXCEPTION) or (
         isinstance(err, KafkaError) and err.retriable())
     msg = f"Kafka store ({topics.bootstrap}, topic {topics.topic}): cannot {what}: {text}"
+    if code in (KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH):
+        return StoreError(msg, hint="another capture of this source (same transactional.id) started and took over "
+                          "the topic: run only one capture per source; what this one had not committed is aborted")
     if transient:
         return BrokerUnavailable(msg, hint="check that the Kafka brokers are up and reachable; run again "
                                  "(nothing was acked, replays are idempotent)")

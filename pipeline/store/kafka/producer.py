@@ -18,15 +18,18 @@ import threading
 import time
 from typing import Any
 
-from confluent_kafka import KafkaError, KafkaException, Producer
+from confluent_kafka import KafkaException
 
 from pipeline.logs import get_logger
 from pipeline.store.fsutil import now_iso
 
 from . import batches as batch_records
+from . import txnative
 from .batches import KafkaBatch, Offsets, to_batch
-from .client import TIMEOUT, BrokerUnavailable, Topics, ensure_topics, fail
-from .routing import Group, Router
+from .client import TIMEOUT, Topics, ensure_topics, fail
+from .routing import Router
+from .txconfluent import ConfluentTx
+from .txnative import NativeTx
 
 log = get_logger("capture")
 MAX_MESSAGE = 64 * 1024 * 1024
@@ -34,10 +37,8 @@ MAX_MESSAGE = 64 * 1024 * 1024
 #: larger batch exceeded once lz4 could not shrink it enough (MSG_SIZE_TOO_LARGE, the batch aborted);
 #: a single record above it is sent alone and fits the topics capture creates (MAX_MESSAGE)
 BATCH_BYTES = 900_000
-#: the producer's local queue (messages), and the slice one ``produce_batch`` call queues
-QUEUE_MESSAGES = 1_000_000
-CHUNK = 10_000
 _ES = re.compile(rb'"es":(\d+)')
+Tx = ConfluentTx | NativeTx
 
 
 class BatchProducer:
@@ -45,7 +46,7 @@ class BatchProducer:
 
     def __init__(self, topics: Topics, router: Router, transactional_id: str):
         self.topics, self.router, self.tid = topics, router, transactional_id
-        self._p: Producer | None = None
+        self._p: Tx | None = None
         self._known: set[str] = set()
         self._init: threading.Thread | None = None
         self._init_error: KafkaException | None = None
@@ -64,11 +65,17 @@ class BatchProducer:
         that no other producer published between its resume read and the fence)."""
         ensure_topics(self.topics, [self.topics.batch_topic, self.topics.topic], {self.topics.batch_topic: 1})
         self._known = {self.topics.batch_topic, self.topics.topic}
-        self._p = Producer(self.topics.settings(**{
+        settings = self.topics.settings(**{
             "transactional.id": self.tid, "enable.idempotence": True, "acks": "all",
             "linger.ms": 20, "batch.size": BATCH_BYTES, "message.max.bytes": MAX_MESSAGE,
-            "queue.buffering.max.messages": QUEUE_MESSAGES, "queue.buffering.max.kbytes": 2 * 1024 * 1024,
-            "transaction.timeout.ms": 120_000, "compression.type": "lz4"}))
+            "queue.buffering.max.kbytes": 2 * 1024 * 1024, "transaction.timeout.ms": 120_000,
+            "compression.type": "lz4"})
+        # the native producer (no Python object per message, GIL released) where it is built and
+        # the settings are plaintext; confluent-kafka's otherwise (docs/kafka.md)
+        try:
+            self._p = (NativeTx if txnative.supports(settings) else ConfluentTx)(settings, self.router)
+        except KafkaException as e:
+            raise fail(e, "create the transactional producer", self.topics) from None
         self._init_error = None
         self._check = check
         self._init = threading.Thread(target=self._init_transactions, args=(self._p,), name="kafka-init", daemon=True)
@@ -76,13 +83,13 @@ class BatchProducer:
         if wait:
             self._ready()
 
-    def _init_transactions(self, p: Producer) -> None:
+    def _init_transactions(self, p: Tx) -> None:
         try:
             p.init_transactions(TIMEOUT * 2)
         except KafkaException as e:
             self._init_error = e
 
-    def _ready(self) -> Producer:
+    def _ready(self) -> Tx:
         """The producer, once ``init_transactions`` finished (raises what it or ``check`` raised)."""
         if self._init is not None:
             self._init.join()
@@ -112,127 +119,42 @@ class BatchProducer:
                 start: dict[str, Any], end: dict[str, Any], split: bool, before: Offsets) -> KafkaBatch:
         """One batch, one transaction; returns its batch (with the offsets after it)."""
         p = self._ready()
-        last: dict[tuple[str, int], int] = {}
-        marks: dict[int, tuple[str, int, int]] = {}
-        errors: list[KafkaError] = []
-
-        def remember(err: KafkaError | None, msg: Any, seq: int | None = None) -> None:
-            if err is not None:
-                errors.append(err)
-                return
-            key = (msg.topic(), msg.partition())
-            last[key] = max(last.get(key, -1), msg.offset())
-            if seq is not None:
-                marks[seq] = (msg.topic(), msg.partition(), msg.offset())
-
-        # DDL records report their offsets (the batch record lists them: ddl_at)
-        groups = self._place(lines, batch_id, set(ddl), lambda seq: lambda err, msg: remember(err, msg, seq))
-
-        size = 0
         try:
             p.begin_transaction()
-            produced = 0
-            for topic, part, messages, group_size, _marks in groups:
-                size += group_size
-                last[(topic, part)] = -1  # the offset after the batch: its last record's (delivery report)
-                if "callback" not in messages[-1]:
-                    messages[-1]["callback"] = remember
-                produced = self._produce_many(p, topic, part, messages, produced)
-            self._flush(p)
-            if errors:
-                raise KafkaException(errors[0])
-            after = dict(before)
-            for key, off in last.items():
-                if off >= 0:
-                    after[key] = off + 1
-            ddl_at = [(s, *marks[s]) for s in sorted(marks)]
+            sent = p.send_batch(lines, batch_id, set(ddl), self._ensure, self._pause_at, lambda: self._pause(p))
+            after = {**before, **sent.after}
             es = _ES.search(lines[-1]) if lines else None
             value = batch_records.encode_batch(store_id, batch_id, len(lines), rows, start, end, split, now_iso(),
-                                               size, ddl_at, before, after, int(es.group(1)) if es else None)
-            meta_offset: list[int] = []
-            self._produce(p, self.topics.batch_topic, 0, value,
-                          lambda err, msg: errors.append(err) if err else meta_offset.append(msg.offset()))
-            self._flush(p)
-            if errors:
-                raise KafkaException(errors[0])
+                                               sent.size, sent.ddl_at, before, after,
+                                               int(es.group(1)) if es else None)
+            meta_offset = p.send_one(self.topics.batch_topic, 0, value)
             self._commit(p)
         except (KafkaException, BufferError) as e:  # BufferError: produce_batch found the local queue full
             self._abandon(p)
             raise fail(e, f"publish batch {batch_id}", self.topics) from None
-        body = batch_records.decode(value, self.topics.batch_topic, meta_offset[0])
-        return to_batch(body, meta_offset[0])
+        body = batch_records.decode(value, self.topics.batch_topic, meta_offset)
+        return to_batch(body, meta_offset)
 
     def publish_start(self, store_id: str, after_batch: int, position: dict, forced: bool, offsets: Offsets) -> None:
         p = self._ready()
         try:
             p.begin_transaction()
-            self._produce(p, self.topics.batch_topic, 0,
-                          batch_records.encode_start(store_id, after_batch, position, forced, now_iso(), offsets), None)
-            self._flush(p)
+            p.send_one(self.topics.batch_topic, 0,
+                       batch_records.encode_start(store_id, after_batch, position, forced, now_iso(), offsets))
             self._commit(p)
         except KafkaException as e:
             self._abandon(p)
             raise fail(e, "record the start position", self.topics) from None
 
-    def _place(self, lines: list[bytes], batch_id: int, ddl: set[int], mark: Any) -> list[Group]:
-        """The batch's message groups (:meth:`Router.place_all`), each topic created if new, and
-        a delivery callback on the DDL records (the batch record lists their offsets)."""
-        groups = self.router.place_all(lines, ddl, batch_id)
-        for topic, _part, messages, _size, marks in groups:
-            if topic not in self._known:
-                ensure_topics(self.topics, [topic], {})
-                self._known.add(topic)
-            for seq, i in marks:
-                messages[i]["callback"] = mark(seq)
-        return groups
+    def _ensure(self, topics: list[str]) -> None:
+        """Create the topics of a batch that are new to this producer (dynamic topics)."""
+        new = [t for t in dict.fromkeys(topics) if t not in self._known]
+        if new:
+            ensure_topics(self.topics, new, {})
+            self._known.update(new)
 
-    def _produce_many(self, p: Producer, topic: str, part: int, messages: list[dict[str, Any]], produced: int) -> int:
-        """Queue ``messages`` in order to one partition with ``produce_batch`` (its per-message
-        ``partition`` is not honoured by confluent-kafka 2.16: the partition is the call's), in
-        slices that always fit the local queue (so no slice is refused half-way, which could
-        reorder a retry); returns the count produced so far in this batch (the crash tests' pause
-        point counts them)."""
-        i = 0
-        while i < len(messages):
-            n = min(len(messages) - i, CHUNK)
-            if produced <= self._pause_at < produced + n:
-                n = self._pause_at - produced
-                if n == 0:
-                    self._pause(p)
-                    self._pause_at = -1
-                    continue
-            while len(p) + n > QUEUE_MESSAGES:
-                p.poll(0.05)  # librdkafka sends; delivery reports free the queue
-            chunk = messages[i:i + n]
-            queued = p.produce_batch(topic, chunk, partition=part)
-            if queued < n:
-                err = next((m["_error"] for m in chunk if "_error" in m), None)
-                raise KafkaException(err if isinstance(err, KafkaError) else KafkaError(KafkaError._QUEUE_FULL))
-            i += n
-            produced += n
-        return produced
-
-    @staticmethod
-    def _produce(p: Producer, topic: str, part: int, value: bytes, cb: Any) -> None:
-        while True:
-            try:
-                if cb is None:
-                    p.produce(topic, value, partition=part)
-                else:
-                    p.produce(topic, value, partition=part, on_delivery=cb)
-                return
-            except BufferError:
-                p.poll(0.05)
-
-    @staticmethod
-    def _flush(p: Producer) -> None:
-        deadline = time.monotonic() + 300
-        while p.flush(5) > 0:
-            if time.monotonic() > deadline:
-                raise BrokerUnavailable("Kafka store: records not acknowledged by the broker within 300 s",
-                                        hint="check that the Kafka brokers are up")
-
-    def _pause(self, p: Producer) -> None:
+    def _pause(self, p: Tx) -> None:
+        self._pause_at = -1  # once per process
         p.flush(30)  # the records so far are on the broker, in the open transaction
         if self._marker and not os.path.exists(self._marker):
             with open(self._marker, "w") as f:
@@ -241,7 +163,7 @@ class BatchProducer:
             while time.monotonic() < deadline and not os.path.exists(self._marker + ".go"):
                 time.sleep(0.2)
 
-    def _commit(self, p: Producer) -> None:
+    def _commit(self, p: Tx) -> None:
         for attempt in range(10):
             try:
                 p.commit_transaction(TIMEOUT)
@@ -253,7 +175,7 @@ class BatchProducer:
                     continue
                 raise
 
-    def _abandon(self, p: Producer) -> None:
+    def _abandon(self, p: Tx) -> None:
         """After a failure: abort the transaction if the producer can; a new producer (next ``open``)
         fences whatever is left either way."""
         try:

@@ -122,7 +122,7 @@ class Router:
         fixed = self.topic if self.partitions == 1 and not self.dynamic else None
         native = _native_place()
         if native is not None:
-            return native(lines, ddl, batch_id, self.partitions, self.database_hash, self._resolve,
+            return native(lines, ddl, batch_id, self.partitions, self.database_hash, self.resolve,
                           lambda seq: self.route(lines[seq], seq in ddl), fixed)
         groups: dict[tuple[str, int], Group] = {}
         for seq, line in enumerate(lines):
@@ -139,7 +139,7 @@ class Router:
                 group[3][0] += len(value)
         return [(topic, part, messages, size[0], marks) for topic, part, messages, size, marks in groups.values()]
 
-    def _resolve(self, database: str, table: str) -> tuple[int, list[str] | None, str]:
+    def resolve(self, database: str, table: str) -> tuple[int, list[str] | None, str]:
         """The native scanner's rule and topic of a table: mode 0 partition 0, 1 the table's hash,
         2 the key columns' hash (columns None: the record's pkNames)."""
         topic = self.topic_for(database, table)
