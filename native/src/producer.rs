@@ -11,7 +11,7 @@
 //! (`code` librdkafka's, the numbers of confluent-kafka's `KafkaError`), which
 //! `pipeline/store/kafka/txnative.py` turns into confluent-kafka's `KafkaException`.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -85,8 +85,8 @@ pub fn kafka_plan(py: Python<'_>, lines: Vec<PyBackedBytes>, ddl: HashSet<usize>
 
 #[derive(Default)]
 struct Reports {
-    /// `(topic, partition, highest offset acked)`
-    last: Vec<(String, i32, i64)>,
+    /// the highest offset acked per topic and partition
+    last: HashMap<String, HashMap<i32, i64>>,
     /// `(mark, topic, partition, offset)`
     marks: Vec<(usize, String, i32, i64)>,
     error: Option<ErrorInfo>,
@@ -96,6 +96,8 @@ type ErrorInfo = (i32, String, String, bool, bool, bool);
 
 struct Ctx {
     reports: Mutex<Reports>,
+    /// the last error event printed (the crate hands each one to `error` twice)
+    last_error: Mutex<String>,
 }
 
 impl ClientContext for Ctx {
@@ -106,7 +108,12 @@ impl ClientContext for Ctx {
     }
 
     fn error(&self, error: KafkaError, reason: &str) {
-        eprintln!("%3|ERROR|rdkafka#native-producer| {error}: {reason}");
+        let text = format!("{error}: {reason}");
+        let mut last = self.last_error.lock().unwrap_or_else(|e| e.into_inner());
+        if *last != text {
+            eprintln!("%3|ERROR|rdkafka#native-producer| {text}");
+            *last = text;
+        }
     }
 }
 
@@ -118,10 +125,12 @@ impl ProducerContext for Ctx {
         match result {
             Ok(m) => {
                 let (topic, part, off) = (m.topic(), m.partition(), m.offset());
-                match r.last.iter_mut().find(|(t, p, _)| *p == part && t == topic) {
-                    Some(entry) => entry.2 = entry.2.max(off),
-                    None => r.last.push((topic.to_string(), part, off)),
-                }
+                let parts = match r.last.get_mut(topic) {
+                    Some(parts) => parts,
+                    None => r.last.entry(topic.to_string()).or_default(),
+                };
+                let last = parts.entry(part).or_insert(off);
+                *last = (*last).max(off);
                 if mark > 0 {
                     r.marks.push((mark - 1, topic.to_string(), part, off));
                 }
@@ -181,7 +190,7 @@ impl TxProducer {
             config.set(k, v);
         }
         let inner = config
-            .create_with_context(Ctx { reports: Mutex::new(Reports::default()) })
+            .create_with_context(Ctx { reports: Mutex::new(Reports::default()), last_error: Mutex::new(String::new()) })
             .map_err(raise)?;
         Ok(TxProducer { inner })
     }
@@ -243,7 +252,10 @@ impl TxProducer {
         let mut r = self.inner.context().reports.lock().unwrap_or_else(|e| e.into_inner());
         let taken = std::mem::take(&mut *r);
         drop(r);
-        (taken.last, taken.marks, taken.error.map(|e| fatal_or(&self.inner, e)))
+        let last = taken.last.into_iter()
+            .flat_map(|(topic, parts)| parts.into_iter().map(move |(p, o)| (topic.clone(), p, o)))
+            .collect();
+        (last, taken.marks, taken.error.map(|e| fatal_or(&self.inner, e)))
     }
 
     fn __len__(&self) -> usize {
@@ -261,7 +273,12 @@ impl TxProducer {
                     record = back; // the polling thread frees the queue as reports come
                     std::thread::sleep(Duration::from_millis(2));
                 }
-                Err((e, _)) => return Err(KafkaNativeError::new_err(fatal_or(&self.inner, info(&e)))),
+                Err((e, _)) => {
+                    // a failed delivery makes the transaction abortable and every later send fail
+                    // (_STATE): report the delivery's error, the cause, when there is one
+                    let earlier = self.inner.context().reports.lock().unwrap_or_else(|p| p.into_inner()).error.clone();
+                    return Err(KafkaNativeError::new_err(fatal_or(&self.inner, earlier.unwrap_or_else(|| info(&e)))));
+                }
             }
         }
     }

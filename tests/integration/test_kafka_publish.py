@@ -168,3 +168,41 @@ def test_a_fenced_producer_fails_clearly_and_publishes_nothing(tmp_path, mariadb
         second.close()
     seen = sorted({(r["batchId"], r["seq"]) for recs in _read(kafka["bootstrap"], db, 2).values() for _, r in recs})
     assert seen == sorted({(b, s) for b in (1, 2) for s in range(30)})  # the fenced batch 2 is not among them twice
+
+
+@pytest.mark.parametrize("producer", ["native", "confluent"])
+def test_a_batch_that_fails_outside_the_client_leaves_no_open_transaction(tmp_path, mariadb, kafka, monkeypatch,
+                                                                          producer):
+    """A batch that fails inside its transaction for a reason that is not the Kafka client's (here:
+    creating a new topic while the broker is away) aborts that transaction, so the next attempt
+    (``--follow`` retries a transient error) publishes instead of failing on an open transaction."""
+    from pipeline.store.kafka.client import BrokerUnavailable
+    from pipeline.store.kafka.producer import BatchProducer
+
+    if producer == "confluent":
+        monkeypatch.setattr(txnative, "supports", lambda settings: False)
+    db, store = _hashed_store(tmp_path, mariadb, kafka, "kx", 2)
+    bp = BatchProducer(store.topics, routing.Router(db, None, 2, rf"{db}\..*:$pk$"), f"sluice-test-abort.{db}")
+    lines = [json.dumps(r, separators=(",", ":")).encode()[:-1] for r in _records(random.Random(9), db, 20)]
+    real = bp._ensure
+    calls = []
+
+    def flaky(topics: list[str]) -> None:
+        calls.append(topics)
+        if len(calls) == 1:
+            raise BrokerUnavailable("Kafka store: cannot create topics (test)")
+        real(topics)
+
+    monkeypatch.setattr(bp, "_ensure", flaky)
+    try:
+        bp.open()
+        with pytest.raises(BrokerUnavailable):
+            bp.publish("s", 1, lines, 20, (), POS, POS, False, {})
+        bp.publish("s", 1, lines, 20, (), POS, POS, False, {})
+    finally:
+        bp.close()
+    got = _read(kafka["bootstrap"], db, 2)
+    for recs in got.values():  # once each per partition (a split record is on both): the failed attempt left nothing
+        seqs = [r["seq"] for _, r in recs]
+        assert len(seqs) == len(set(seqs)) and all(r["batchId"] == 1 for _, r in recs)
+    assert {r["seq"] for recs in got.values() for _, r in recs} == set(range(20))

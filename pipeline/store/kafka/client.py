@@ -62,6 +62,9 @@ def fail(e: BaseException, what: str, topics: Topics) -> BaseException:
     if code in (KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH):
         return StoreError(msg, hint="another capture of this source (same transactional.id) started and took over "
                           "the topic: run only one capture per source; what this one had not committed is aborted")
+    if code == KafkaError._FATAL:  # confluent-kafka's produce_batch names no cause
+        return StoreError(msg, hint="the producer hit a fatal error (the broker's log says which; fenced by another "
+                          "capture of this source?): run again, nothing uncommitted becomes visible")
     if transient:
         return BrokerUnavailable(msg, hint="check that the Kafka brokers are up and reachable; run again "
                                  "(nothing was acked, replays are idempotent)")

@@ -69,7 +69,7 @@ class BatchProducer:
             "transactional.id": self.tid, "enable.idempotence": True, "acks": "all",
             "linger.ms": 20, "batch.size": BATCH_BYTES, "message.max.bytes": MAX_MESSAGE,
             "queue.buffering.max.kbytes": 2 * 1024 * 1024, "transaction.timeout.ms": 120_000,
-            "compression.type": "lz4"})
+            "compression.type": "lz4", "delivery.report.only.error": False})  # offsets come from the reports
         # the native producer (no Python object per message, GIL released) where it is built and
         # the settings are plaintext; confluent-kafka's otherwise (docs/kafka.md)
         try:
@@ -132,6 +132,9 @@ class BatchProducer:
         except (KafkaException, BufferError) as e:  # BufferError: produce_batch found the local queue full
             self._abandon(p)
             raise fail(e, f"publish batch {batch_id}", self.topics) from None
+        except BaseException:  # creating a topic, a flush that timed out: the transaction must not stay open
+            self._abandon(p)
+            raise
         body = batch_records.decode(value, self.topics.batch_topic, meta_offset)
         return to_batch(body, meta_offset)
 
@@ -145,6 +148,9 @@ class BatchProducer:
         except KafkaException as e:
             self._abandon(p)
             raise fail(e, "record the start position", self.topics) from None
+        except BaseException:
+            self._abandon(p)
+            raise
 
     def _ensure(self, topics: list[str]) -> None:
         """Create the topics of a batch that are new to this producer (dynamic topics)."""
