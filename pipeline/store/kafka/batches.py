@@ -94,10 +94,11 @@ def to_batch(body: dict[str, Any], offset: int) -> KafkaBatch:
                       store=str(body.get("storeId", "")), last_es=body.get("lastEs"))
 
 
-def read_records(topics: Topics, since: int = 0) -> list[tuple[int, dict[str, Any]]]:
-    """``(offset, body)`` of the committed batch records at or after offset ``since``."""
+def read_to_end(topics: Topics, since: int = 0) -> tuple[list[tuple[int, dict[str, Any]]], int | None]:
+    """``(offset, body)`` of the committed batch records at or after offset ``since``, and the
+    topic's end offset they were read up to (None: no batch topic yet)."""
     if topics.batch_topic not in partitions_of(topics, [topics.batch_topic]):
-        return []  # a new store: capture has not created it yet
+        return [], None  # a new store: capture has not created it yet
     tp = (topics.batch_topic, 0)
     end = list_offsets(topics, [tp])[tp]
     low = list_offsets(topics, [tp], "earliest")[tp]
@@ -107,7 +108,7 @@ def read_records(topics: Topics, since: int = 0) -> list[tuple[int, dict[str, An
             "needed: retention deleted batch records nobody had acked",
             hint="raise the topics' retention (retention.ms) above the longest outage; the group's targets must be "
             "rebuilt (bootstrap), or the group moved past the gap (store set-cursor)")
-    return _consume(topics, since, end) if since < end else []
+    return (_consume(topics, since, end) if since < end else []), end
 
 
 def _consume(topics: Topics, since: int, end: int) -> list[tuple[int, dict[str, Any]]]:

@@ -54,6 +54,7 @@ class KafkaStore:
         self._handed: dict[str, int] = {}
         self._metas: dict[int, KafkaBatch] = {}
         self._read_to = 0  # batch topic offsets read into _metas
+        self._seen_end: int | None = None  # the batch topic's end offset when _metas was last brought up to it
         self._tail: dict[str, Any] | None = None  # while capture holds the lock: the position after the last record
 
     def __repr__(self) -> str:
@@ -182,11 +183,20 @@ class KafkaStore:
 
     # ---- batches -------------------------------------------------------------------------
     def _refresh(self) -> None:
-        for off, body in records.read_records(self.topics, self._read_to):
+        """Read the batch records added since the last read. A sync asks several times (pending,
+        get, ack) and a read costs a consumer and a round trip to the partition's end (some 20 ms),
+        so once the topic is known one offsets request says whether it grew at all."""
+        if self._seen_end is not None:
+            tp = (self.topics.batch_topic, 0)
+            if list_offsets(self.topics, [tp])[tp] == self._seen_end:
+                return
+        got, end = records.read_to_end(self.topics, self._read_to)
+        for off, body in got:
             if body["kind"] == "batch":
                 b = to_batch(body, off)
                 self._metas[b.batch_id] = b
             self._read_to = off + 1
+        self._seen_end = end
 
     def batches(self, since: int = 0) -> list[KafkaBatch]:
         if self.topics.written_by != "sluice":
