@@ -133,6 +133,11 @@ def list_offsets(topics: Topics, tps: list[tuple[str, int]], spec: str = "latest
             if attempt == 5 or "leader" not in str(e).lower():
                 raise fail(e, f"list {spec} offsets", topics) from None
             time.sleep(0.5 * 2 ** attempt)
+            # after a broker restart the cached client keeps asking with the old leader epoch
+            # ("Leader epoch is older than broker epoch") and does not refresh its metadata by
+            # itself: a new client starts from fresh metadata
+            _ADMINS.pop((topics.bootstrap, topics.properties), None)
+            client = admin(topics)
     raise AssertionError("unreachable")
 
 
