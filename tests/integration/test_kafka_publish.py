@@ -68,10 +68,12 @@ def _hashed_store(tmp_path, mariadb, kafka, prefix: str, parts: int):
     return db, open_store(cfg)
 
 
-@pytest.mark.parametrize("producer,router", [("native", "native"), ("confluent", "native"), ("confluent", "python")],
-                         ids=["native-producer", "confluent-native-router", "confluent-python-router"])
+@pytest.mark.parametrize("producer,router,parts", [
+    ("native", "native", 3), ("confluent", "native", 3), ("confluent", "python", 3), ("native", "native", 1),
+    ("confluent", "native", 1)], ids=["native-producer", "confluent-native-router", "confluent-python-router",
+                                      "native-producer-1-partition", "confluent-1-partition"])
 def test_every_record_on_its_hashed_partition_and_the_batch_offsets_exact(tmp_path, mariadb, kafka, monkeypatch,
-                                                                         producer, router):
+                                                                         producer, router, parts):
     """Each of capture's producers (the native one, confluent-kafka's with the native or the
     Python router) places and reports the same."""
     if routing._native_place() is None or not txnative.supports({}):
@@ -81,8 +83,7 @@ def test_every_record_on_its_hashed_partition_and_the_batch_offsets_exact(tmp_pa
         monkeypatch.setattr(txnative, "supports", lambda settings: False)
     if router == "python":
         monkeypatch.setattr(routing, "_native_place", lambda: None)
-    parts = 3
-    db, store = _hashed_store(tmp_path, mariadb, kafka, "kp", parts)
+    db, store = _hashed_store(tmp_path, mariadb, kafka, "kp", parts)  # 1: one topic, nothing scanned
     rng = random.Random(7)
     batches = [_records(rng, db, 400) for _ in range(3)]
     with store.capture_lock():

@@ -119,11 +119,10 @@ class Router:
         ``(seq, index)`` of the DDL records among them (``ddl``: their seqs). The native scanner
         (``sluice_binlog.kafka_place``, the same hashes) when it is built, with :meth:`route` for
         the records it leaves (rows on several partitions); this module alone without it."""
-        fixed = self.topic if self.partitions == 1 and not self.dynamic else None
         native = _native_place()
         if native is not None:
             return native(lines, ddl, batch_id, self.partitions, self.database_hash, self.resolve,
-                          lambda seq: self.route(lines[seq], seq in ddl), fixed)
+                          lambda seq: self.route(lines[seq], seq in ddl), self.fixed_topic)
         groups: dict[tuple[str, int], Group] = {}
         for seq, line in enumerate(lines):
             topic, placed = self.route(line, seq in ddl)
@@ -138,6 +137,11 @@ class Router:
                 group[2].append({"value": value})
                 group[3][0] += len(value)
         return [(topic, part, messages, size[0], marks) for topic, part, messages, size, marks in groups.values()]
+
+    @property
+    def fixed_topic(self) -> str | None:
+        """The topic of every record when nothing needs a scan (one partition, no dynamic topic)."""
+        return self.topic if self.partitions == 1 and not self.dynamic else None
 
     def resolve(self, database: str, table: str) -> tuple[int, list[str] | None, str]:
         """The native scanner's rule and topic of a table: mode 0 partition 0, 1 the table's hash,

@@ -140,18 +140,24 @@ class ConfluentTx:
         return produced
 
     def _flush(self) -> None:
-        deadline = time.monotonic() + FLUSH_SECONDS
-        while True:
-            try:
-                left = self.p.flush(5)
-            except SystemError as e:
-                # a fatal error (fenced) raised while delivery callbacks still ran: confluent-kafka
-                # wraps it; the KafkaException is the error
-                if isinstance(e.__cause__, KafkaException):
-                    raise e.__cause__ from None
-                raise
-            if left == 0:
-                break
-            if time.monotonic() > deadline:
-                raise BrokerUnavailable(f"Kafka store: records not acknowledged by the broker within {FLUSH_SECONDS} s",
-                                        hint="check that the Kafka brokers are up")
+        wait_acked(self._flush_once)
+
+    def _flush_once(self, timeout: float) -> int:
+        try:
+            return self.p.flush(timeout)
+        except SystemError as e:
+            # a fatal error (fenced) raised while delivery callbacks still ran: confluent-kafka
+            # wraps it; the KafkaException is the error
+            if isinstance(e.__cause__, KafkaException):
+                raise e.__cause__ from None
+            raise
+
+
+def wait_acked(flush: Callable[[float], int]) -> None:
+    """Call ``flush`` (a producer's: returns the messages still in flight) until the broker acked
+    every queued message; :class:`BrokerUnavailable` after :data:`FLUSH_SECONDS`."""
+    deadline = time.monotonic() + FLUSH_SECONDS
+    while flush(5) > 0:
+        if time.monotonic() > deadline:
+            raise BrokerUnavailable(f"Kafka store: records not acknowledged by the broker within {FLUSH_SECONDS} s",
+                                    hint="check that the Kafka brokers are up")

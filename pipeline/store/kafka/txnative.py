@@ -8,16 +8,13 @@ and the retries read them the same way.
 
 from __future__ import annotations
 
-import os
-import time
 from functools import lru_cache
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
 
-from .client import BrokerUnavailable
 from .routing import Router
-from .txconfluent import FLUSH_SECONDS, QUEUE_MESSAGES, Ensure, Pause, Sent
+from .txconfluent import QUEUE_MESSAGES, Ensure, Pause, Sent, wait_acked
 
 #: settings only confluent-kafka's build of librdkafka has (the native one has no TLS or SASL)
 _SECURE = ("security.protocol", "ssl.", "sasl.")
@@ -25,13 +22,11 @@ _SECURE = ("security.protocol", "ssl.", "sasl.")
 
 @lru_cache(maxsize=1)
 def _module() -> Any:
-    if os.environ.get("SLUICE_CAPTURE_NATIVE", "1").lower() in ("0", "false", "no", "off"):
-        return None
-    try:
-        import sluice_binlog
-    except ImportError:
-        return None
-    return sluice_binlog if hasattr(sluice_binlog, "TxProducer") else None
+    """The extension when it is built (with the producer) and not turned off, as capture loads it."""
+    from pipeline.capture.native import load
+
+    module = load()
+    return module if module is not None and hasattr(module, "TxProducer") else None
 
 
 def supports(settings: dict[str, Any]) -> bool:
@@ -97,9 +92,8 @@ class NativeTx:
         """Queue a batch's records (batch order, so in order per partition) and wait for the
         broker's acks."""
         r = self.router
-        fixed = r.topic if r.partitions == 1 and not r.dynamic else None
         plan = self.m.kafka_plan(lines, ddl, batch_id, r.partitions, r.database_hash, r.resolve,
-                                 lambda seq: r.route(lines[seq], seq in ddl), fixed)
+                                 lambda seq: r.route(lines[seq], seq in ddl), r.fixed_topic)
         ensure(list(plan.topics))
         self.p.take_reports()  # nothing left from an earlier, failed batch
         if 0 <= pause_at < len(plan):
@@ -126,8 +120,4 @@ class NativeTx:
         return marks[0][3]
 
     def _flush(self) -> None:
-        deadline = time.monotonic() + FLUSH_SECONDS
-        while self.p.flush(5) > 0:
-            if time.monotonic() > deadline:
-                raise BrokerUnavailable(f"Kafka store: records not acknowledged by the broker within {FLUSH_SECONDS} s",
-                                        hint="check that the Kafka brokers are up")
+        wait_acked(self.p.flush)
