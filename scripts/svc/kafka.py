@@ -88,8 +88,15 @@ def _java() -> str:
 
 
 def _cluster_id() -> str:
-    """A Kafka Uuid: 16 random bytes, URL-safe base64 without padding."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A Kafka Uuid: 16 random bytes, URL-safe base64 without padding.
+
+    Like Kafka's own Uuid.randomUuid, never one that starts with '-': the storage tool's
+    argument parser would take it for an option (1 in 64 ids; it failed a CI run).
+    """
+    while True:
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cid.startswith("-"):
+            return cid
 
 
 def _probe(ctx: base.Ctx, port: int, timeout: float) -> int:
