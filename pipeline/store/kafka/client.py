@@ -9,7 +9,15 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import OFFSET_INVALID, Consumer, IsolationLevel, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import (
+    OFFSET_INVALID,
+    Consumer,
+    IsolationLevel,
+    KafkaError,
+    KafkaException,
+    TopicCollection,
+    TopicPartition,
+)
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 from pipeline.config import Config, KafkaStoreConfig
@@ -109,12 +117,27 @@ def ensure_topics(topics: Topics, names: list[str], partitions: dict[str, int]) 
 
 
 def partitions_of(topics: Topics, names: list[str]) -> dict[str, int]:
-    """How many partitions each existing topic has (missing topics are left out)."""
+    """How many partitions each existing topic has (missing topics are left out).
+
+    A metadata request for ``names`` only (DescribeTopics, which never creates a topic, where a
+    plain metadata request for a missing topic may have the broker auto-create it): the whole
+    cluster's metadata, asked several times a sync, grows with every topic of the cluster."""
+    if not names:
+        return {}
     try:
-        md = admin(topics).list_topics(timeout=TIMEOUT).topics
+        futs = admin(topics).describe_topics(TopicCollection(list(dict.fromkeys(names))), request_timeout=TIMEOUT)
     except KafkaException as e:
-        raise fail(e, "list topics", topics) from None
-    return {n: len(md[n].partitions) for n in names if n in md and md[n].error is None}
+        raise fail(e, "describe topics", topics) from None
+    out: dict[str, int] = {}
+    for name, fut in futs.items():
+        try:
+            out[name] = len(fut.result().partitions)
+        except KafkaException as e:
+            err = e.args[0] if e.args else None
+            if isinstance(err, KafkaError) and err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                continue
+            raise fail(e, f"describe topic {name}", topics) from None
+    return out
 
 
 def list_offsets(topics: Topics, tps: list[tuple[str, int]], spec: str = "latest") -> dict[tuple[str, int], int]:
