@@ -197,3 +197,98 @@ def test_poison_record_in_a_sluice_topic(dep, mariadb, mariadb_target):
     assert bad.returncode == 1
     assert f"poison record: topic {d['db']} partition 0 offset" in bad.stderr, bad.stderr[-3000:]
     assert _cursor(d["cfg"]) == 0
+
+
+def _batch_topic_end(kafka: dict, topic: str) -> int:
+    c = Consumer({"bootstrap.servers": kafka["bootstrap"], "group.id": f"probe-{uuid.uuid4().hex[:6]}",
+                  "isolation.level": "read_committed"})
+    try:
+        return c.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)[1]
+    finally:
+        c.close()
+
+
+def _retain_last(admin: AdminClient, kafka: dict, topic: str) -> int:
+    """What retention does to the batch topic's old segments: delete every record before the newest
+    (the last transaction: its batch record, then its commit marker); returns the new log start."""
+    tp = TopicPartition(topic, 0, _batch_topic_end(kafka, topic) - 2)
+    admin.delete_records([tp])[tp].result()
+    return tp.offset
+
+
+def _update(mariadb, db: str, table: str, upto: int) -> None:
+    with sysbench.connect(mariadb, db) as c, c.cursor() as cur:
+        cur.execute(f"UPDATE {table} SET k = k + 1 WHERE id <= {upto}")
+        c.commit()
+
+
+def test_retention_of_acked_batch_records_is_not_an_error(dep, mariadb, mariadb_target):
+    """Retention deleting batch records every group acked changes nothing: syncs and status go on
+    from the topic's log start (a fresh process used to read from offset 0 and fail); a group
+    whose unacked batch records were deleted gets one clear error and nothing is acked."""
+    d = dep
+    sluice("capture", "--config", str(d["cfg"]), "--once")
+    sluice("sync", "--config", str(d["cfg"]), "--group", "g1")
+    bt = f"{d['db']}.sluice-batches"
+    admin = AdminClient({"bootstrap.servers": d["kafka"]["bootstrap"]})
+    assert _retain_last(admin, d["kafka"], bt) > 0
+    _update(mariadb, d["db"], "sbtest1", 300)
+    sluice("capture", "--config", str(d["cfg"]), "--once")
+    before = _cursor(d["cfg"])
+    sluice("sync", "--config", str(d["cfg"]), "--group", "g1")
+    assert _cursor(d["cfg"]) > before
+    _equal(mariadb, mariadb_target, d)
+    st = json.loads(sluice("store", "status", "--config", str(d["cfg"]), "--json").stdout)
+    assert st["groups"]["g1"]["pending_batches"] == 0 and st["last_batch"] == _cursor(d["cfg"])
+
+    # records the group has not acked: its next batch's record goes, the one after it stays
+    acked = _cursor(d["cfg"])
+    _update(mariadb, d["db"], "sbtest2", 20)
+    sluice("capture", "--config", str(d["cfg"]), "--once")
+    _update(mariadb, d["db"], "sbtest2", 20)
+    sluice("capture", "--config", str(d["cfg"]), "--once")
+    _retain_last(admin, d["kafka"], bt)
+    bad = sluice("sync", "--config", str(d["cfg"]), "--group", "g1", check=False)
+    assert bad.returncode != 0
+    assert f"group g1 needs batch {acked + 1}, but retention deleted its batch record" in bad.stderr, \
+        bad.stderr[-3000:]
+    assert _cursor(d["cfg"]) == acked
+
+
+def test_capture_refuses_a_batch_topic_retention_emptied(dep, mariadb):
+    """Retention took every batch record, the newest too (it holds capture's position and the next
+    batch id): capture stops with one clear error instead of starting afresh at the server's
+    current position with batch ids the groups already acked."""
+    d = dep
+    sluice("capture", "--config", str(d["cfg"]), "--once")
+    bt = f"{d['db']}.sluice-batches"
+    admin = AdminClient({"bootstrap.servers": d["kafka"]["bootstrap"]})
+    end = _batch_topic_end(d["kafka"], bt)
+    tp = TopicPartition(bt, 0, end)
+    admin.delete_records([tp])[tp].result()
+    _update(mariadb, d["db"], "sbtest1", 10)
+    bad = sluice("capture", "--config", str(d["cfg"]), "--once", check=False)
+    assert bad.returncode != 0
+    assert f"{bt} holds no batch record but starts at offset {end}: retention deleted all of them" in bad.stderr, \
+        bad.stderr[-3000:]
+    assert _batch_topic_end(d["kafka"], bt) == end  # nothing published
+
+
+def test_capture_restates_its_position_before_retention_can_take_it(dep, mariadb):
+    """A capture that starts when the newest batch record is older than the keep-alive age writes a
+    start record with the same position and batch id, so the newest record stays young."""
+    d = dep
+    sluice("capture", "--config", str(d["cfg"]), "--once")
+    bt = f"{d['db']}.sluice-batches"
+    end = _batch_topic_end(d["kafka"], bt)
+    sluice("capture", "--config", str(d["cfg"]), "--once")
+    assert _batch_topic_end(d["kafka"], bt) == end  # young: nothing restated
+    sluice("capture", "--config", str(d["cfg"]), "--once", env={"SLUICE_KAFKA_KEEP_ALIVE_S": "0"})
+    recs = _records(d["kafka"], bt)
+    assert recs[-1]["kind"] == "start" and recs[-1]["keepAlive"] is True
+    before = [r for r in recs if r["kind"] == "batch"][-1]
+    assert recs[-1]["afterBatch"] == before["batchId"] and recs[-1]["position"] == before["end"]
+    _update(mariadb, d["db"], "sbtest1", 10)
+    sluice("capture", "--config", str(d["cfg"]), "--once")
+    nxt = _records(d["kafka"], bt)[-1]
+    assert nxt["kind"] == "batch" and nxt["batchId"] == before["batchId"] + 1 and nxt["start"] == before["end"]

@@ -63,9 +63,13 @@ def encode_batch(store_id: str, batch_id: int, records: int, rows: int, start: d
     return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
 
 
-def encode_start(store_id: str, after_batch: int, position: dict, forced: bool, at: str, offsets: Offsets) -> bytes:
+def encode_start(store_id: str, after_batch: int, position: dict, forced: bool, at: str, offsets: Offsets,
+                 keep_alive: bool = False) -> bytes:
+    """A start record: where capture starts (or, ``keep_alive``, still stands) and the next batch."""
     body = {"format": FORMAT, "kind": "start", "storeId": store_id, "afterBatch": after_batch,
             "position": position, "forced": forced, "setAt": at, "to": offsets_json(offsets)}
+    if keep_alive:
+        body["keepAlive"] = True
     return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
 
 
@@ -94,21 +98,17 @@ def to_batch(body: dict[str, Any], offset: int) -> KafkaBatch:
                       store=str(body.get("storeId", "")), last_es=body.get("lastEs"))
 
 
-def read_to_end(topics: Topics, since: int = 0) -> tuple[list[tuple[int, dict[str, Any]]], int | None]:
-    """``(offset, body)`` of the committed batch records at or after offset ``since``, and the
-    topic's end offset they were read up to (None: no batch topic yet)."""
+def read_to_end(topics: Topics, since: int = 0) -> tuple[list[tuple[int, dict[str, Any]]], int, int | None]:
+    """``(offset, body)`` of the committed batch records from offset ``since`` (or the topic's log
+    start, when retention deleted older records) to the topic's end, where the read started, and
+    the end offset it read up to (None: no batch topic yet). Records retention deleted are no error
+    here: whether a group needed them is for its ``get`` to say."""
     if topics.batch_topic not in partitions_of(topics, [topics.batch_topic]):
-        return [], None  # a new store: capture has not created it yet
+        return [], since, None  # a new store: capture has not created it yet
     tp = (topics.batch_topic, 0)
     end = list_offsets(topics, [tp])[tp]
-    low = list_offsets(topics, [tp], "earliest")[tp]
-    if since < low:
-        raise StoreError(
-            f"Kafka store: the batch topic {topics.batch_topic} starts at offset {low} but records from {since} are "
-            "needed: retention deleted batch records nobody had acked",
-            hint="raise the topics' retention (retention.ms) above the longest outage; the group's targets must be "
-            "rebuilt (bootstrap), or the group moved past the gap (store set-cursor)")
-    return (_consume(topics, since, end) if since < end else []), end
+    start = max(since, list_offsets(topics, [tp], "earliest")[tp])
+    return (_consume(topics, start, end) if start < end else []), start, end
 
 
 def _consume(topics: Topics, since: int, end: int) -> list[tuple[int, dict[str, Any]]]:
@@ -138,6 +138,27 @@ def _consume(topics: Topics, since: int, end: int) -> list[tuple[int, dict[str, 
         raise fail(e, f"read {topics.batch_topic}", topics) from None
     finally:
         c.close()
+
+
+def emptied_at(topics: Topics) -> int | None:
+    """The batch topic's log start when it holds no committed record although it held some
+    (retention deleted all of them, the last one too); None otherwise (a new store, or records)."""
+    if topics.batch_topic not in partitions_of(topics, [topics.batch_topic]):
+        return None
+    tp = (topics.batch_topic, 0)
+    low = list_offsets(topics, [tp], "earliest")[tp]
+    return low if low > 0 and last_record(topics) is None else None
+
+
+def age_s(body: dict[str, Any], now: float) -> float | None:
+    """Seconds since a batch record was cut or a start record set (None: no time in it)."""
+    from datetime import datetime
+
+    at = body.get("createdAt") if body.get("kind") == "batch" else body.get("setAt")
+    try:
+        return now - datetime.fromisoformat(str(at)).timestamp()
+    except ValueError:
+        return None
 
 
 def last_record(topics: Topics) -> tuple[int, dict[str, Any]] | None:

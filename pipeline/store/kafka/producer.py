@@ -138,12 +138,13 @@ class BatchProducer:
         body = batch_records.decode(value, self.topics.batch_topic, meta_offset)
         return to_batch(body, meta_offset)
 
-    def publish_start(self, store_id: str, after_batch: int, position: dict, forced: bool, offsets: Offsets) -> None:
+    def publish_start(self, store_id: str, after_batch: int, position: dict, forced: bool, offsets: Offsets,
+                      keep_alive: bool = False) -> None:
         p = self._ready()
         try:
             p.begin_transaction()
-            p.send_one(self.topics.batch_topic, 0,
-                       batch_records.encode_start(store_id, after_batch, position, forced, now_iso(), offsets))
+            p.send_one(self.topics.batch_topic, 0, batch_records.encode_start(store_id, after_batch, position, forced,
+                                                                              now_iso(), offsets, keep_alive))
             self._commit(p)
         except KafkaException as e:
             self._abandon(p)

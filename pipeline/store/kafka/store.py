@@ -17,6 +17,8 @@ to capture; a group's work is every partition from its committed offset to the e
 from __future__ import annotations
 
 import json
+import os
+import time
 import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -34,6 +36,10 @@ from .batches import KafkaBatch, to_batch
 from .client import Topics, commit, committed, list_offsets
 from .producer import BatchProducer
 from .routing import Router
+
+#: capture restates its position (a keep-alive start record) when it starts and the batch topic's
+#: newest record is older than this: retention deletes even a topic's newest record
+KEEP_ALIVE_S = int(os.environ.get("SLUICE_KAFKA_KEEP_ALIVE_S", "3600"))
 
 
 class KafkaStore:
@@ -53,8 +59,10 @@ class KafkaStore:
         self._id: str | None = None
         self._handed: dict[str, int] = {}
         self._metas: dict[int, KafkaBatch] = {}
-        self._read_to = 0  # batch topic offsets read into _metas
+        self._read_from: int | None = None  # the batch topic's offsets [_read_from, _read_to) are in _metas
+        self._read_to = 0
         self._seen_end: int | None = None  # the batch topic's end offset when _metas was last brought up to it
+        self._after: dict[int, int] = {0: 0}  # batchId -> the batch topic offset a group committed after it
         self._tail: dict[str, Any] | None = None  # while capture holds the lock: the position after the last record
 
     def __repr__(self) -> str:
@@ -112,6 +120,8 @@ class KafkaStore:
 
             self._producer.open(wait=False, check=fenced)  # the fence runs while capture starts reading
             last = records.last_record(self.topics)
+            if last is None:
+                self._refuse_if_emptied()
             body = last[1] if last else {}
             self._id = str(body.get("storeId") or uuid.uuid4().hex)
             self._next_id = int(body.get("batchId", body.get("afterBatch", 0))) + 1
@@ -119,6 +129,12 @@ class KafkaStore:
             self._tail = self._position_of(body) if last else None
             held.cleaned = []
             self._capture = held
+            age = records.age_s(body, time.time()) if last else None
+            if age is not None and age > KEEP_ALIVE_S:
+                # the newest record holds capture's position and the next batch id: restate them
+                # before retention, which deletes even a topic's newest record, can take it
+                self._producer.publish_start(self._id, self._next_id - 1, self._tail, False, self._offsets,
+                                             keep_alive=True)
             yield held
         finally:
             self._capture = None
@@ -127,6 +143,21 @@ class KafkaStore:
                 self._producer.close()
                 self._producer = None
             held.release()
+
+    def _refuse_if_emptied(self) -> None:
+        """A batch topic that held records and holds none: retention took the last batch record,
+        and with it where capture stopped and which batch id comes next. Starting afresh would
+        skip the changes since then and reuse batch ids the groups acked: refuse."""
+        low = records.emptied_at(self.topics)
+        if low is None:
+            return
+        raise StoreError(
+            f"{self.topics.batch_topic} holds no batch record but starts at offset {low}: retention deleted all of "
+            "them, the last one too, which held capture's position and the next batch id; capture cannot resume "
+            "without skipping changes", hint=f"keep the batch topic's records (kafka-configs --alter --entity-type "
+            f"topics --entity-name {self.topics.batch_topic} --add-config retention.ms=-1, or run capture at least "
+            "once per retention period: it restates its position when its newest record is over an hour old), then "
+            "start over with a new store.kafka.topic and `sluice bootstrap` to reload the targets")
 
     def _require_capture(self, what: str) -> BatchProducer:
         if self._capture is None or self._producer is None:
@@ -182,26 +213,38 @@ class KafkaStore:
         self._tail = dict(pos)
 
     # ---- batches -------------------------------------------------------------------------
-    def _refresh(self) -> None:
-        """Read the batch records added since the last read. A sync asks several times (pending,
-        get, ack) and a read costs a consumer and a round trip to the partition's end (some 20 ms),
-        so once the topic is known one offsets request says whether it grew at all."""
-        if self._seen_end is not None:
-            tp = (self.topics.batch_topic, 0)
-            if list_offsets(self.topics, [tp])[tp] == self._seen_end:
-                return
-        got, end = records.read_to_end(self.topics, self._read_to)
+    def _refresh(self, since: int = 0) -> None:
+        """Bring ``_metas`` up to the batch topic's end, holding every batch after ``since``.
+
+        A sync needs only the batches after its group's cursor, and the group's committed offset
+        says where they start (:meth:`cursor` notes it): reading there, not from the topic's
+        start, keeps a sync's cost independent of the topic's history. Other callers (status,
+        set-cursor) read from the log start; batch records retention deleted are simply not
+        listed (:meth:`get` tells a group that needed them). A sync asks several times (pending,
+        get, ack) and a read costs a consumer and a round trip to the partition's end (some 20
+        ms), so once the topic is known one offsets request says whether it grew at all."""
+        want = self._metas[since].offset + 1 if since in self._metas else self._after.get(since, 0)
+        if self._read_from is not None and want >= self._read_from:
+            if self._seen_end is not None:
+                tp = (self.topics.batch_topic, 0)
+                if list_offsets(self.topics, [tp])[tp] == self._seen_end:
+                    return
+            want = self._read_to
+        got, start, end = records.read_to_end(self.topics, want)
+        if self._read_from is None or start < self._read_from:
+            self._read_from = start
+        self._read_to = max(self._read_to, start)
         for off, body in got:
             if body["kind"] == "batch":
                 b = to_batch(body, off)
                 self._metas[b.batch_id] = b
-            self._read_to = off + 1
+            self._read_to = max(self._read_to, off + 1)
         self._seen_end = end
 
     def batches(self, since: int = 0) -> list[KafkaBatch]:
         if self.topics.written_by != "sluice":
             return []
-        self._refresh()
+        self._refresh(since)
         return [self._metas[i] for i in sorted(self._metas) if i > since]
 
     def batch_ids(self) -> list[int]:
@@ -239,7 +282,9 @@ class KafkaStore:
         if got is None:
             return 0
         try:
-            return int(json.loads(got[1])["batchId"])
+            batch_id = int(json.loads(got[1])["batchId"])
+            self._after[batch_id] = got[0]  # where the batches after it start (_refresh)
+            return batch_id
         except (ValueError, KeyError, TypeError):
             raise StoreError(f"group {group}: its committed offset on {self.topics.batch_topic} has no Sluice batchId "
                              f"(metadata {got[1]!r}); it was moved by another tool",
@@ -255,6 +300,7 @@ class KafkaStore:
         cursor = self.cursor(group)
         start = max(cursor, self._handed.get(group, 0))
         pending = self.batches(start)[:max_batches]
+        self._check_batches_kept(group, start, pending)
         for expected, b in enumerate(pending, start=start + 1):
             if b.batch_id != expected:
                 raise StoreError(f"Kafka store: batch {expected} is missing from {self.topics.batch_topic} "
@@ -263,6 +309,27 @@ class KafkaStore:
             self._check_retained(group, pending)
             self._handed[group] = pending[-1].batch_id
         return pending
+
+    def _check_batches_kept(self, group: str, start: int, pending: list[KafkaBatch]) -> None:
+        """The batch record of batch ``start + 1`` was read, unless retention deleted it."""
+        want = self._metas[start].offset + 1 if start in self._metas else self._after.get(start, 0)
+        if self._read_from is None or self._read_from <= want:
+            return  # read from where the group's batches start: nothing was deleted before them
+        if pending:
+            first = pending[0].batch_id
+        else:  # nothing left to read: was there a batch after ``start``, now deleted?
+            last = records.last_record(self.topics)
+            newest = int(last[1].get("batchId", last[1].get("afterBatch", 0))) if last else 0
+            first = newest + 1 if newest > start else start + 1
+        if first == start + 1:
+            return
+        raise StoreError(
+            f"group {group} needs batch {start + 1}, but retention deleted its batch record from "
+            f"{self.topics.batch_topic} (the topic starts at offset {self._read_from}"
+            + (f", with batch {first}" if pending else "") + "): retention deleted batch records the group had "
+            "not acked", hint="nothing was applied or acked; raise the topics' retention.ms above the longest "
+            "outage, then rebuild the group's targets (sluice bootstrap) or move its cursor past the gap "
+            "(store set-cursor)")
 
     def _check_retained(self, group: str, pending: list[KafkaBatch]) -> None:
         need = {tp: o for tp, o in pending[0].start_offsets.items() if o < pending[-1].end_offsets.get(tp, 0)}
