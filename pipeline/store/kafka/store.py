@@ -83,6 +83,8 @@ class KafkaStore:
     def store_id(self) -> str:
         """The id every batch record carries (made by the first capture); targets record ordered
         groups' positions under it."""
+        if self._id is None and self._metas:  # every record of the topic carries the same id
+            self._id = self._metas[max(self._metas)].store or None
         if self._id is None:
             last = records.last_record(self.topics)
             self._id = str(last[1].get("storeId")) if last else ""
