@@ -58,8 +58,8 @@ def run_bootstrap(cfg: Config, spark, *, force: bool = False, partitions: int | 
                                                 partitions=partitions, params=params,
                                                 progress_every=progress_every, check=False)
         next_id = int((existing or {}).get("nextId", 1) or 1)
-        newest = (store.batch_ids() or [0])[-1]
-        if newest:
+        newest = store.newest_batch_id()  # a Kafka store's newest batch record may be gone (retention)
+        if newest in store.batch_ids():
             next_id = max(next_id, int(store.meta(newest).end.get("nextId", 1) or 1))
         start = pos.with_(next_id=next_id).to_dict()
         store.set_start_position(start, force=force)

@@ -223,6 +223,10 @@ class BatchStore:
         """Committed batches with batchId > ``since``, oldest first."""
         return [self.meta(i) for i in self.batch_ids() if i > since]
 
+    def newest_batch_id(self) -> int:
+        """The newest batchId (0: none)."""
+        return (self.batch_ids() or [0])[-1]
+
     def batch_ids(self) -> list[int]:
         """All committed batchIds, ascending."""
         try:

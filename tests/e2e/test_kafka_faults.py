@@ -22,7 +22,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from tests.support import sysbench
@@ -56,7 +56,7 @@ def _records(kafka: dict, topic: str, committed: bool = True) -> list[dict]:
                   "isolation.level": "read_committed" if committed else "read_uncommitted",
                   "enable.auto.commit": False, "enable.partition.eof": True})
     parts = c.list_topics(topic, timeout=10).topics[topic].partitions
-    c.assign([TopicPartition(topic, p, 0) for p in parts])
+    c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in parts])  # the log start: after retention, > 0
     out, eof = [], set()
     while len(eof) < len(parts):
         m = c.poll(5)
@@ -253,6 +253,47 @@ def test_retention_of_acked_batch_records_is_not_an_error(dep, mariadb, mariadb_
     assert f"group g1 needs batch {acked + 1}, but retention deleted its batch record" in bad.stderr, \
         bad.stderr[-3000:]
     assert _cursor(d["cfg"]) == acked
+    # the way out the error names: the cursor just before the first batch that is left
+    assert f"store set-cursor --group g1 --to {acked + 1}" in bad.stderr
+    sluice("store", "set-cursor", "--config", str(d["cfg"]), "--group", "g1", "--to", str(acked + 1))
+    sluice("sync", "--config", str(d["cfg"]), "--group", "g1")
+    assert _cursor(d["cfg"]) == acked + 2
+    gone = sluice("store", "set-cursor", "--config", str(d["cfg"]), "--group", "g1", "--to", str(acked), check=False)
+    assert gone.returncode != 0 and f"retention deleted the batch records around batch {acked}" in gone.stderr
+
+
+def test_idle_sync_and_bootstrap_after_retention_took_every_batch_record(dep, mariadb, mariadb_target):
+    """Only keep-alive start records are left (an idle source): a caught-up group's sync is no
+    error, the next batch applies, and `bootstrap --force` moves the cursors to the newest batch
+    although its record is gone."""
+    d = dep
+    sluice("capture", "--config", str(d["cfg"]), "--once")
+    sluice("sync", "--config", str(d["cfg"]), "--group", "g1")
+    acked = _cursor(d["cfg"])
+    for _ in range(2):
+        sluice("capture", "--config", str(d["cfg"]), "--once", env={"SLUICE_KAFKA_KEEP_ALIVE_S": "0"})
+    bt = f"{d['db']}.sluice-batches"
+    admin = AdminClient({"bootstrap.servers": d["kafka"]["bootstrap"]})
+    _retain_last(admin, d["kafka"], bt)
+    assert [r["kind"] for r in _records(d["kafka"], bt)] == ["start"]
+    out = json.loads([ln for ln in sluice("sync", "--config", str(d["cfg"]), "--group", "g1", "--json")
+                      .stdout.splitlines() if ln.startswith("{")][-1])
+    assert out["batches"] == 0 and _cursor(d["cfg"]) == acked
+    _update(mariadb, d["db"], "sbtest1", 50)
+    sluice("capture", "--config", str(d["cfg"]), "--once")
+    sluice("sync", "--config", str(d["cfg"]), "--group", "g1")
+    assert _cursor(d["cfg"]) == acked + 1
+    _equal(mariadb, mariadb_target, d)
+
+    sluice("capture", "--config", str(d["cfg"]), "--once", env={"SLUICE_KAFKA_KEEP_ALIVE_S": "0"})
+    _retain_last(admin, d["kafka"], bt)
+    sluice("bootstrap", "--config", str(d["cfg"]), "--force")
+    assert _cursor(d["cfg"]) == acked + 1
+    _update(mariadb, d["db"], "sbtest2", 50)
+    sluice("capture", "--config", str(d["cfg"]), "--once")
+    sluice("sync", "--config", str(d["cfg"]), "--group", "g1")
+    assert _cursor(d["cfg"]) == acked + 2
+    _equal(mariadb, mariadb_target, d)
 
 
 def test_capture_refuses_a_batch_topic_retention_emptied(dep, mariadb):

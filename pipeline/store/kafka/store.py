@@ -63,6 +63,8 @@ class KafkaStore:
         self._read_to = 0
         self._seen_end: int | None = None  # the batch topic's end offset when _metas was last brought up to it
         self._after: dict[int, int] = {0: 0}  # batchId -> the batch topic offset a group committed after it
+        self._low = 0  # the batch topic's log start, as last seen above a wanted offset (retention)
+        self._newest = 0  # the newest batch id the records read name (a batch's, or a start record's afterBatch)
         self._tail: dict[str, Any] | None = None  # while capture holds the lock: the position after the last record
 
     def __repr__(self) -> str:
@@ -158,8 +160,9 @@ class KafkaStore:
             "them, the last one too, which held capture's position and the next batch id; capture cannot resume "
             "without skipping changes", hint=f"keep the batch topic's records (kafka-configs --alter --entity-type "
             f"topics --entity-name {self.topics.batch_topic} --add-config retention.ms=-1, or run capture at least "
-            "once per retention period: it restates its position when its newest record is over an hour old), then "
-            "start over with a new store.kafka.topic and `sluice bootstrap` to reload the targets")
+            f"more often than the retention period less {KEEP_ALIVE_S} s: it restates its position when its newest "
+            f"record is older than that), then start over with a new store.kafka.topic and `sluice bootstrap` to "
+            "reload the targets")
 
     def _require_capture(self, what: str) -> BatchProducer:
         if self._capture is None or self._producer is None:
@@ -225,7 +228,7 @@ class KafkaStore:
         listed (:meth:`get` tells a group that needed them). A sync asks several times (pending,
         get, ack) and a read costs a consumer and a round trip to the partition's end (some 20
         ms), so once the topic is known one offsets request says whether it grew at all."""
-        want = self._metas[since].offset + 1 if since in self._metas else self._after.get(since, 0)
+        want = max(self._wanted(since), self._low)
         if self._read_from is not None and want >= self._read_from:
             if self._seen_end is not None:
                 tp = (self.topics.batch_topic, 0)
@@ -233,6 +236,8 @@ class KafkaStore:
                     return
             want = self._read_to
         got, start, end = records.read_to_end(self.topics, want)
+        if start > want:
+            self._low = start
         if self._read_from is None or start < self._read_from:
             self._read_from = start
         self._read_to = max(self._read_to, start)
@@ -240,8 +245,24 @@ class KafkaStore:
             if body["kind"] == "batch":
                 b = to_batch(body, off)
                 self._metas[b.batch_id] = b
+            self._newest = max(self._newest, int(body.get("batchId", body.get("afterBatch", 0))))
             self._read_to = max(self._read_to, off + 1)
         self._seen_end = end
+
+    def _wanted(self, since: int) -> int:
+        """The batch topic offset the batches after ``since`` start at (0: not known)."""
+        return self._metas[since].offset + 1 if since in self._metas else self._after.get(since, 0)
+
+    def newest_batch_id(self) -> int:
+        """The newest batch id, also when retention deleted its batch record (a start record names
+        it as ``afterBatch``); 0: none yet."""
+        if self._capture is not None:
+            return self._next_id - 1
+        self._refresh()
+        if not self._newest:
+            last = records.last_record(self.topics) if self.topics.written_by == "sluice" else None
+            self._newest = int(last[1].get("batchId", last[1].get("afterBatch", 0))) if last else 0
+        return self._newest
 
     def batches(self, since: int = 0) -> list[KafkaBatch]:
         if self.topics.written_by != "sluice":
@@ -314,24 +335,27 @@ class KafkaStore:
 
     def _check_batches_kept(self, group: str, start: int, pending: list[KafkaBatch]) -> None:
         """The batch record of batch ``start + 1`` was read, unless retention deleted it."""
-        want = self._metas[start].offset + 1 if start in self._metas else self._after.get(start, 0)
+        want = self._wanted(start)
         if self._read_from is None or self._read_from <= want:
             return  # read from where the group's batches start: nothing was deleted before them
-        if pending:
-            first = pending[0].batch_id
-        else:  # nothing left to read: was there a batch after ``start``, now deleted?
-            last = records.last_record(self.topics)
-            newest = int(last[1].get("batchId", last[1].get("afterBatch", 0))) if last else 0
-            first = newest + 1 if newest > start else start + 1
+        if self._read_to <= self._read_from:  # not one record left: the topic was emptied
+            raise StoreError(
+                f"group {group} is at batch {start}, but {self.topics.batch_topic} holds no batch record any more "
+                f"(it starts at offset {self._read_from}): retention deleted all of them", hint="see `sluice "
+                "capture`'s error for this topic: the store cannot go on; start over with a new store.kafka.topic "
+                "and `sluice bootstrap`")
+        # the newest id the records read name (a second look at the topic could see a batch that
+        # capture committed since, and mistake the group's next batch for a lost one)
+        first = pending[0].batch_id if pending else (self._newest + 1 if self._newest > start else start + 1)
         if first == start + 1:
             return
         raise StoreError(
             f"group {group} needs batch {start + 1}, but retention deleted its batch record from "
             f"{self.topics.batch_topic} (the topic starts at offset {self._read_from}"
             + (f", with batch {first}" if pending else "") + "): retention deleted batch records the group had "
-            "not acked", hint="nothing was applied or acked; raise the topics' retention.ms above the longest "
-            "outage, then rebuild the group's targets (sluice bootstrap) or move its cursor past the gap "
-            "(store set-cursor)")
+            "not acked", hint=f"nothing was applied or acked; raise the topics' retention.ms above the longest "
+            f"outage, then rebuild the group's targets (sluice bootstrap) or move its cursor past the gap "
+            f"(sluice store set-cursor --group {group} --to {first - 1})")
 
     def _check_retained(self, group: str, pending: list[KafkaBatch]) -> None:
         need = {tp: o for tp, o in pending[0].start_offsets.items() if o < pending[-1].end_offsets.get(tp, 0)}
@@ -391,15 +415,28 @@ class KafkaStore:
         """Move the group's offsets to the end of ``batch_id`` (0: the start of every partition)."""
         previous = self.cursor(group)
         ids = self.batch_ids()
-        if batch_id < 0 or batch_id > (ids[-1] if ids else 0):
+        newest = self.newest_batch_id()
+        if batch_id < 0 or batch_id > newest:
             raise StoreError(f"set_cursor({group!r}, {batch_id}): the cursor must be between 0 and the newest batch "
-                             f"{ids[-1] if ids else 0}")
+                             f"{newest}")
         if batch_id == 0:
             data = {tp: 0 for tp in (self._metas[ids[-1]].end_offsets if ids else {})}
             self._commit_at(group, 0, data, 0)
-        else:
-            b = self.meta(batch_id)
+        elif batch_id in self._metas:
+            b = self._metas[batch_id]
             self._commit_at(group, batch_id, b.end_offsets, b.offset + 1)
+        elif batch_id + 1 in self._metas:  # its record is gone (retention): just before the next one's
+            b = self._metas[batch_id + 1]
+            self._commit_at(group, batch_id, b.start_offsets, b.offset - 1)
+        elif batch_id == newest:  # every batch record is gone, a start record names it: the topic's end
+            last = records.last_record(self.topics)
+            tp = (self.topics.batch_topic, 0)
+            self._commit_at(group, batch_id, records.offsets_of(last[1].get("to")) if last else {},
+                            list_offsets(self.topics, [tp])[tp] - 1)
+        else:
+            kept = f"{ids[0] - 1}..{newest}" if ids else str(newest)
+            raise StoreError(f"set_cursor({group!r}, {batch_id}): retention deleted the batch records around batch "
+                             f"{batch_id} from {self.topics.batch_topic}", hint=f"move the cursor to one of {kept}")
         self._handed.pop(group, None)
         return previous
 
