@@ -101,13 +101,26 @@ def _diff(kind, d, group, mariadb, mariadb_target, postgres) -> dict:
     return pg_diff(mariadb, d["db"], postgres, f"{d['db']}_{group}")
 
 
+def _converges(d: dict, kind: str, group: str, partitions: int, mariadb, mariadb_target, postgres) -> None:
+    """One sync of everything captured: every table equal to the source."""
+    assert _sync(d["cfg"], group, partitions)["rows"] > 500
+    diff = _diff(kind, d, group, mariadb, mariadb_target, postgres)
+    assert set(diff) == {"b", "s", "u", "uk", "nk"} and all(v == 0 for v in diff.values()), diff
+
+
+def _replays(d: dict, kind: str, group: str, partitions: int, mariadb, mariadb_target, postgres) -> dict:
+    """Cursor 0 and one sync again, over the converged target: still equal; the sync's summary."""
+    sluice("store", "set-cursor", "--config", str(d["cfg"]), "--group", group, "--to", "0")
+    summary = _sync(d["cfg"], group, partitions)
+    diff = _diff(kind, d, group, mariadb, mariadb_target, postgres)
+    assert all(v == 0 for v in diff.values()), diff
+    return summary
+
+
 @pytest.mark.parametrize("group", list(GROUPS))
 def test_seeded_workload_converges(keyed, group, mariadb, mariadb_target, postgres):
     kind, partitions = GROUPS[group]
-    summary = _sync(keyed["cfg"], group, partitions)
-    assert summary["rows"] > 500
-    diff = _diff(kind, keyed, group, mariadb, mariadb_target, postgres)
-    assert set(diff) == {"b", "s", "u", "uk", "nk"} and all(v == 0 for v in diff.values()), diff
+    _converges(keyed, kind, group, partitions, mariadb, mariadb_target, postgres)
 
 
 @pytest.mark.parametrize("group", ["m4", "p4"])
@@ -117,22 +130,13 @@ def test_replay_from_zero_over_the_newer_target_converges(keyed, group, mariadb,
     kind, partitions = GROUPS[group]
     cursor = json.loads(sluice("store", "status", "--config", str(keyed["cfg"]), "--json").stdout)
     assert cursor["groups"][group]["cursor"] > 0, "the convergence test ran first"
-    sluice("store", "set-cursor", "--config", str(keyed["cfg"]), "--group", group, "--to", "0")
-    summary = _sync(keyed["cfg"], group, partitions)
+    summary = _replays(keyed, kind, group, partitions, mariadb, mariadb_target, postgres)
     assert sum(summary["skipped"].values()) > 0
-    diff = _diff(kind, keyed, group, mariadb, mariadb_target, postgres)
-    assert all(v == 0 for v in diff.values()), diff
 
 
 @pytest.mark.parametrize("group", list(KAFKA_GROUPS))
 def test_seeded_workload_through_kafka_converges(keyed_kafka, group, mariadb, mariadb_target, postgres):
     """Through the Kafka store, then a replay of everything over the converged target."""
     kind, partitions = KAFKA_GROUPS[group]
-    summary = _sync(keyed_kafka["cfg"], group, partitions)
-    assert summary["rows"] > 500
-    diff = _diff(kind, keyed_kafka, group, mariadb, mariadb_target, postgres)
-    assert set(diff) == {"b", "s", "u", "uk", "nk"} and all(v == 0 for v in diff.values()), diff
-    sluice("store", "set-cursor", "--config", str(keyed_kafka["cfg"]), "--group", group, "--to", "0")
-    _sync(keyed_kafka["cfg"], group, partitions)
-    diff = _diff(kind, keyed_kafka, group, mariadb, mariadb_target, postgres)
-    assert all(v == 0 for v in diff.values()), diff
+    _converges(keyed_kafka, kind, group, partitions, mariadb, mariadb_target, postgres)
+    _replays(keyed_kafka, kind, group, partitions, mariadb, mariadb_target, postgres)

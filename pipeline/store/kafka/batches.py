@@ -140,14 +140,13 @@ def _consume(topics: Topics, since: int, end: int) -> list[tuple[int, dict[str, 
         c.close()
 
 
-def emptied_at(topics: Topics) -> int | None:
-    """The batch topic's log start when it holds no committed record although it held some
-    (retention deleted all of them, the last one too); None otherwise (a new store, or records)."""
+def log_start(topics: Topics) -> int | None:
+    """The batch topic's first offset retention kept (None: no batch topic yet). Above 0 on a
+    topic without committed records: retention deleted all of them, the newest too."""
     if topics.batch_topic not in partitions_of(topics, [topics.batch_topic]):
         return None
     tp = (topics.batch_topic, 0)
-    low = list_offsets(topics, [tp], "earliest")[tp]
-    return low if low > 0 and last_record(topics) is None else None
+    return list_offsets(topics, [tp], "earliest")[tp]
 
 
 def age_s(body: dict[str, Any], now: float) -> float | None:

@@ -64,7 +64,7 @@ class KafkaStore:
         self._seen_end: int | None = None  # the batch topic's end offset when _metas was last brought up to it
         self._after: dict[int, int] = {0: 0}  # batchId -> the batch topic offset a group committed after it
         self._low = 0  # the batch topic's log start, as last seen above a wanted offset (retention)
-        self._newest = 0  # the newest batch id the records read name (a batch's, or a start record's afterBatch)
+        self._last: dict[str, Any] = {}  # the newest record read (a batch's, or a start record)
         self._tail: dict[str, Any] | None = None  # while capture holds the lock: the position after the last record
 
     def __repr__(self) -> str:
@@ -152,8 +152,8 @@ class KafkaStore:
         """A batch topic that held records and holds none: retention took the last batch record,
         and with it where capture stopped and which batch id comes next. Starting afresh would
         skip the changes since then and reuse batch ids the groups acked: refuse."""
-        low = records.emptied_at(self.topics)
-        if low is None:
+        low = records.log_start(self.topics)
+        if not low:
             return
         raise StoreError(
             f"{self.topics.batch_topic} holds no batch record but starts at offset {low}: retention deleted all of "
@@ -245,7 +245,8 @@ class KafkaStore:
             if body["kind"] == "batch":
                 b = to_batch(body, off)
                 self._metas[b.batch_id] = b
-            self._newest = max(self._newest, int(body.get("batchId", body.get("afterBatch", 0))))
+            if off >= self._read_to:
+                self._last = body
             self._read_to = max(self._read_to, off + 1)
         self._seen_end = end
 
@@ -259,10 +260,11 @@ class KafkaStore:
         if self._capture is not None:
             return self._next_id - 1
         self._refresh()
-        if not self._newest:
-            last = records.last_record(self.topics) if self.topics.written_by == "sluice" else None
-            self._newest = int(last[1].get("batchId", last[1].get("afterBatch", 0))) if last else 0
-        return self._newest
+        return self._newest()
+
+    def _newest(self) -> int:
+        """The newest batch id the records read name (0: none read)."""
+        return int(self._last.get("batchId", self._last.get("afterBatch", 0)))
 
     def batches(self, since: int = 0) -> list[KafkaBatch]:
         if self.topics.written_by != "sluice":
@@ -346,7 +348,8 @@ class KafkaStore:
                 "and `sluice bootstrap`")
         # the newest id the records read name (a second look at the topic could see a batch that
         # capture committed since, and mistake the group's next batch for a lost one)
-        first = pending[0].batch_id if pending else (self._newest + 1 if self._newest > start else start + 1)
+        newest = self._newest()
+        first = pending[0].batch_id if pending else (newest + 1 if newest > start else start + 1)
         if first == start + 1:
             return
         raise StoreError(
@@ -429,10 +432,7 @@ class KafkaStore:
             b = self._metas[batch_id + 1]
             self._commit_at(group, batch_id, b.start_offsets, b.offset - 1)
         elif batch_id == newest:  # every batch record is gone, a start record names it: the topic's end
-            last = records.last_record(self.topics)
-            tp = (self.topics.batch_topic, 0)
-            self._commit_at(group, batch_id, records.offsets_of(last[1].get("to")) if last else {},
-                            list_offsets(self.topics, [tp])[tp] - 1)
+            self._commit_at(group, batch_id, records.offsets_of(self._last.get("to")), (self._seen_end or 0) - 1)
         else:
             kept = f"{ids[0] - 1}..{newest}" if ids else str(newest)
             raise StoreError(f"set_cursor({group!r}, {batch_id}): retention deleted the batch records around batch "
