@@ -136,3 +136,47 @@ def pytest_terminal_summary(terminalreporter):
     faults = sys.modules.get("tests.support.faults")
     if faults is not None:
         faults.terminal_summary(terminalreporter)
+
+
+def _drop_running_jvm() -> None:
+    """Stop a JVM an earlier module of this pytest process launched (test_job_plan.py does):
+    ``spark.jars`` reaches the driver's class path only when the JVM starts, so a session on
+    that JVM would not see sluice-spark.jar however it is configured (CI found this: alone,
+    test_kafka_parse.py passed)."""
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        active.stop()
+    gateway = SparkContext._gateway
+    if gateway is None:
+        return
+    gateway.shutdown()
+    proc = getattr(gateway, "proc", None)
+    if proc is not None:  # the JVM exits when its stdin closes (PythonGatewayServer)
+        proc.stdin.close()
+        proc.wait(timeout=60)
+    SparkContext._gateway = None
+    SparkContext._jvm = None
+
+
+@pytest.fixture(scope="module")
+def kafka_spark():
+    """A local Spark session in a JVM of its own with Spark's Kafka connector and sluice-spark.jar
+    (built by scripts/bootstrap: without it, the job's own paths would not be tested)."""
+    from pyspark.sql import SparkSession
+
+    from pipeline.store.kafka.sparkjars import kafka_jars
+    from pipeline.store.kafka.values import has_byte_parser, has_range_reader
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    _drop_running_jvm()
+    s = (SparkSession.builder.master("local[2]").appName("kafka-test")
+         .config("spark.ui.enabled", "false").config("spark.driver.bindAddress", "127.0.0.1")
+         .config("spark.driver.host", "127.0.0.1").config("spark.sql.session.timeZone", "UTC")
+         .config("spark.jars", ",".join(kafka_jars())).getOrCreate())
+    if not (has_byte_parser(s) and has_range_reader(s)):
+        pytest.fail("sluice-spark.jar is not built (scripts/bootstrap: scripts/svc/sparkjar.py)", pytrace=False)
+    yield s
+    _drop_running_jvm()  # the next module's session starts its own JVM, without these jars

@@ -1,10 +1,13 @@
 """``sluice-spark.jar``: the job's own JVM code (``jvm/src/main/java``), compiled with ``javac``
-against the project's pyspark jars and cached beside Spark's Kafka connector (stdlib only).
+against the project's pyspark jars and the Kafka connector's (``kafka-clients``), and cached
+beside them (stdlib only).
 
-It holds ``sluice.spark.KafkaValues`` (the Kafka store's values parsed from their bytes,
-pipeline/store/kafka/values.py). It lands in ``<cache>/spark-kafka/<spark version>/``, the
+It holds ``sluice.spark.KafkaRanges`` (the job's reader of the Kafka store's offset ranges) and
+``sluice.spark.KafkaValues`` (values parsed from their bytes; pipeline/store/kafka/frame.py,
+values.py). It lands in ``<cache>/spark-kafka/<spark version>/``, the
 folder the job's Kafka store already adds to Spark's class path and ``sluice package`` copies
-for ``spark-submit --jars``; without it the job parses the values from text (slower, same rows).
+for ``spark-submit --jars``; without it the job reads with Spark's Kafka source and parses the
+values from text (slower, same rows).
 The jar's name carries a hash of its sources and the Spark version, so an edit or a new pyspark
 builds it again. ``scripts/bootstrap`` runs this after the connector is fetched.
 """
@@ -55,8 +58,9 @@ def build(ctx: base.Ctx) -> Path:
     dest.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="sluice-jvm-") as tmp:
         out = Path(tmp) / "classes"
+        classpath = os.pathsep.join([str(pyspark_jars / "*"), str(dest / "*")])  # kafka-clients is in dest
         proc = subprocess.run([_javac(), "-nowarn", "--release", "17", "-encoding", "UTF-8",
-                               "-cp", str(pyspark_jars / "*"), "-d", str(out), *map(str, sources)],
+                               "-cp", classpath, "-d", str(out), *map(str, sources)],
                               capture_output=True, text=True)
         if proc.returncode != 0:
             raise base.ServiceError(f"sluice-spark.jar: javac failed\n{(proc.stdout + proc.stderr)[-2000:]}")

@@ -10,59 +10,22 @@ JSON object, whatever is wrong with it, stops the read naming its topic, partiti
 from __future__ import annotations
 
 import json
-import os
-import sys
 import tempfile
 from pathlib import Path
 
 import orjson
 import pytest
-from pyspark.sql import SparkSession
 
 from pipeline.job.plan import read_dml
 from pipeline.job.schema import KAFKA_FIELDS
 from pipeline.store.kafka.frame import POISON, parse_values
-from pipeline.store.kafka.sparkjars import kafka_jars
 
 RAW = "topic string, partition int, offset long, value binary"
 
 
-def _drop_running_jvm() -> None:
-    """Stop a JVM an earlier module of this pytest process launched (test_job_plan.py does):
-    ``spark.jars`` reaches the driver's class path only when the JVM starts, so a session on
-    that JVM would not see sluice-spark.jar however it is configured (CI found this: alone,
-    this module passed)."""
-    from pyspark import SparkContext
-
-    active = SparkSession.getActiveSession()
-    if active is not None:
-        active.stop()
-    gateway = SparkContext._gateway
-    if gateway is None:
-        return
-    gateway.shutdown()
-    proc = getattr(gateway, "proc", None)
-    if proc is not None:  # the JVM exits when its stdin closes (PythonGatewayServer)
-        proc.stdin.close()
-        proc.wait(timeout=60)
-    SparkContext._gateway = None
-    SparkContext._jvm = None
-
-
 @pytest.fixture(scope="module")
-def spark():
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    _drop_running_jvm()
-    s = (SparkSession.builder.master("local[2]").appName("kafka-parse-test")
-         .config("spark.ui.enabled", "false").config("spark.driver.bindAddress", "127.0.0.1")
-         .config("spark.driver.host", "127.0.0.1").config("spark.sql.session.timeZone", "UTC")
-         .config("spark.jars", ",".join(j for j in kafka_jars() if "sluice-spark" in j)).getOrCreate())
-    from pipeline.store.kafka.values import has_byte_parser
-
-    if not has_byte_parser(s):  # scripts/bootstrap builds it: without it one path would be tested twice
-        pytest.fail("sluice-spark.jar is not built (scripts/bootstrap: scripts/svc/sparkjar.py)", pytrace=False)
-    yield s
-    _drop_running_jvm()  # the next module's session starts its own JVM, without this jar
+def spark(kafka_spark):
+    return kafka_spark
 
 
 def dml(batch: int, seq: int, kind: str, rows: list, old: list | None = None, ddl: bool = False) -> dict:

@@ -1,8 +1,10 @@
 """The Spark side of the Kafka store: a round's offset ranges as the job's DataFrame.
 
-Spark's own Kafka source (``spark-sql-kafka-0-10``) reads the ranges in batch mode
-(``assign`` + ``startingOffsets``/``endingOffsets``), one task per topic-partition range, on the
-executors, read-committed, failing on data loss. Each value is parsed in the JVM into the job's
+The executors read the ranges, one task per topic-partition range, read-committed, failing on
+data loss: with ``sluice.spark.KafkaRanges`` (sluice-spark.jar: a pooled ``KafkaConsumer`` per
+task, nothing asked of the broker on the driver), else with Spark's own Kafka source
+(``spark-sql-kafka-0-10``) in batch mode (``assign`` + ``startingOffsets``/``endingOffsets``).
+Each value is parsed in the JVM into the job's
 schema (:data:`pipeline.job.schema.JOB_SCHEMA`: row images stay JSON text), so what follows the
 read is the file store's path unchanged. A record that is not a Dml/flatMessage JSON object
 stops the job with ``poison record`` and its topic, partition and offset (``raise_error``).
@@ -40,6 +42,12 @@ def kafka_frame(spark: Any, topics: Topics, start: dict[tuple[str, int], int], e
     ranges = {tp for tp, o in end.items() if o > start.get(tp, 0)}
     if not ranges:
         return spark.createDataFrame([], JOB_SCHEMA)
+    settings = {k: v for k, v in topics.settings().items() if k.startswith(("bootstrap", "security", "sasl", "ssl"))}
+    from .values import has_range_reader
+
+    if has_range_reader(spark):
+        return checked(read_ranges(spark, [(t, p, start.get((t, p), 0), end[(t, p)]) for t, p in sorted(ranges)],
+                                   settings), canal)
     assign = {t: sorted(p for tt, p in ranges if tt == t) for t in sorted({t for t, _ in ranges})}
     reader = (spark.read.format("kafka").option("assign", json.dumps(assign))
               .option("startingOffsets", json.dumps(_by_topic({tp: start.get(tp, 0) for tp in ranges}, ranges)))
@@ -55,15 +63,26 @@ def kafka_frame(spark: Any, topics: Topics, start: dict[tuple[str, int], int], e
               # With the default (500 ms) every task waited that long once, at its range's end
               # (a transaction's commit marker is the last offset): a 100k-record read took 0.8 s
               # instead of 0.3 s, mostly idle
-              .option("kafka.fetch.max.wait.ms", "10"))
-    for k, v in topics.settings().items():
-        if k.startswith(("bootstrap", "security", "sasl", "ssl")):
-            reader = reader.option(f"kafka.{k}", v)
+              .option("kafka.fetch.max.wait.ms", "10")
+              .options(**{f"kafka.{k}": v for k, v in settings.items()}))
     from .values import v2_kafka
 
     with v2_kafka(spark):
         raw = reader.load()
     return parse_values(spark, raw, canal)
+
+
+def read_ranges(spark: Any, ranges: list[tuple[str, int, int, int]], settings: dict[str, str]) -> Any:
+    """``(topic, partition, start, end)`` ranges read by the executors with ``sluice-spark.jar``'s
+    reader (``sluice.spark.KafkaRanges``), values parsed from their bytes: rows ``topic``,
+    ``partition``, ``offset``, ``value`` (the job's schema), ``bad``."""
+    from pyspark.sql import DataFrame
+
+    from pipeline.job.schema import JOB_SCHEMA
+
+    jdf = spark._jvm.sluice.spark.KafkaRanges.read(spark._jsparkSession, json.dumps(ranges), json.dumps(settings),
+                                                   JOB_SCHEMA.json())
+    return DataFrame(jdf, spark)
 
 
 def parse_values(spark: Any, raw: Any, canal: bool, *, from_bytes: bool | None = None) -> Any:
@@ -74,11 +93,16 @@ def parse_values(spark: Any, raw: Any, canal: bool, *, from_bytes: bool | None =
     offset. The parsed rows sit behind an RDD, so the optimizer cannot push a later filter of the
     job below the parse, and every field is read through the check: no filter drops a poison
     record unchecked. ``from_bytes``: which parse (:func:`.values.parsed_values`; tests)."""
-    from pipeline.job.schema import KAFKA_FIELDS
-
     from .values import parsed_values
 
-    parsed = parsed_values(spark, raw, from_bytes=from_bytes)
+    return checked(parsed_values(spark, raw, from_bytes=from_bytes), canal)
+
+
+def checked(parsed: Any, canal: bool) -> Any:
+    """Parsed rows (``topic``, ``partition``, ``offset``, ``value``, ``bad``) as the job's
+    DataFrame; a poison record stops the job naming its place (:func:`parse_values`)."""
+    from pipeline.job.schema import KAFKA_FIELDS
+
     # SQL text, one py4j call per projection: built with Column functions, the same projections
     # took some sixty py4j round trips, 0.1 s of every read's start
     bad = ("bad OR value IS NULL OR value.type IS NULL OR (NOT coalesce(value.isDdl, false) AND value.data IS NULL "

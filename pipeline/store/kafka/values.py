@@ -1,4 +1,7 @@
-"""Kafka record values parsed into the job's schema, in the JVM, once per record.
+"""Rows of Spark's Kafka source with their values parsed into the job's schema, in the JVM, once
+per record: the job's read where ``sluice.spark.KafkaRanges`` is not used (no sluice-spark.jar,
+or ``SLUICE_KAFKA_READER=spark``; frame.py). ``KafkaRanges`` parses with the same
+``ValueParser`` as the byte path here.
 
 Two ways, the same rows (``topic``, ``partition``, ``offset``, ``value`` of
 :data:`pipeline.job.schema.JOB_SCHEMA`, ``bad``):
@@ -52,6 +55,19 @@ def has_byte_parser(spark: Any) -> bool:
     try:  # py4j answers a class it found with a JavaClass, a name it did not with a JavaPackage
         return type(spark._jvm.sluice.spark.KafkaValues).__name__ == "JavaClass"
     except Exception:  # noqa: BLE001 - no JVM view (e.g. Spark Connect): the text path
+        return False
+
+
+def has_range_reader(spark: Any) -> bool:
+    """Whether the job reads its ranges with ``sluice.spark.KafkaRanges`` (``sluice-spark.jar``),
+    not Spark's Kafka source; ``SLUICE_KAFKA_READER=spark`` forces Spark's (tests, benchmarks)."""
+    import os
+
+    if os.environ.get("SLUICE_KAFKA_READER", "").lower() == "spark":
+        return False
+    try:
+        return type(spark._jvm.sluice.spark.KafkaRanges).__name__ == "JavaClass"
+    except Exception:  # noqa: BLE001 - no JVM view: Spark's Kafka source
         return False
 
 
