@@ -66,7 +66,9 @@ def has_range_reader(spark: Any) -> bool:
     if os.environ.get("SLUICE_KAFKA_READER", "").lower() == "spark":
         return False
     try:
-        return type(spark._jvm.sluice.spark.KafkaRanges).__name__ == "JavaClass"
+        jvm = spark._jvm  # the reader, and the Kafka client it needs (its jar sits beside it)
+        return all(type(c).__name__ == "JavaClass" for c in (jvm.sluice.spark.KafkaRanges,
+                                                             jvm.org.apache.kafka.clients.consumer.KafkaConsumer))
     except Exception:  # noqa: BLE001 - no JVM view: Spark's Kafka source
         return False
 

@@ -38,8 +38,10 @@ import org.apache.spark.unsafe.types.UTF8String;
  * aborted transactions are skipped by the consumer, where Spark's source asks the broker for the
  * partition's offsets at every such gap), and each record becomes the job's row at once (no row
  * of Spark's Kafka schema in between). Consumers are pooled per executor and client settings, so
- * the next sync's tasks reuse their connections. A range whose start retention deleted, or that
- * makes no progress for {@code sluice.stall.ms} (default 120 s), fails the task naming it.
+ * the next sync's tasks reuse their connections. A range whose start is outside the partition's
+ * log (retention), whose topic partition the broker does not know, or that makes no progress for
+ * 120 s ({@code sluice.stall.ms}, for tests) fails the task naming it; Spark retries a failed task
+ * ({@code spark.task.maxFailures}) before it fails the job.
  */
 public final class KafkaRanges {
   private KafkaRanges() {}
@@ -104,6 +106,7 @@ public final class KafkaRanges {
       if (task != null) {
         task.addTaskCompletionListener((org.apache.spark.util.TaskCompletionListener) ctx -> lease.close());
       }
+      boolean inTask = task != null;
       return new Iterator<InternalRow>() {
         private Range range;
         private TopicPartition tp;
@@ -139,6 +142,9 @@ public final class KafkaRanges {
             if (range == null) {
               if (!ranges.hasNext()) {
                 lease.done();
+                if (!inTask) {
+                  lease.close();  // no task to close it at its end (not on an executor)
+                }
                 return null;
               }
               range = ranges.next();
@@ -181,8 +187,8 @@ public final class KafkaRanges {
               polled = c.poll(Duration.ofMillis(500)).records(tp).iterator();
             } catch (OffsetOutOfRangeException e) {
               throw new IllegalStateException("Kafka store: cannot read " + range + ": offset " + position
-                  + " is no longer in the topic (retention deleted records the group had not acked); "
-                  + "nothing was acked", e);
+                  + " is outside the partition's log (retention deleted records the group had not acked, or "
+                  + "the topic was deleted and created again); nothing was acked", e);
             }
           }
         }
@@ -204,6 +210,7 @@ public final class KafkaRanges {
   /** Consumers kept per executor and client settings between tasks. */
   static final class Pool {
     private static final int KEEP = 8;
+    private static final java.util.concurrent.atomic.AtomicInteger CLIENTS = new java.util.concurrent.atomic.AtomicInteger();
     private static final Map<Map<String, String>, ConcurrentLinkedDeque<KafkaConsumer<byte[], byte[]>>> IDLE =
         new ConcurrentHashMap<>();
 
@@ -220,7 +227,8 @@ public final class KafkaRanges {
       conf.put("isolation.level", "read_committed");
       conf.put("enable.auto.commit", "false");
       conf.put("auto.offset.reset", "none");
-      conf.put("client.id", "sluice-job");
+      conf.put("allow.auto.create.topics", "false");  // a deleted topic must not come back empty
+      conf.put("client.id", "sluice-job-" + CLIENTS.incrementAndGet());  // one id per consumer (metrics, MBeans)
       // larger fetches than the defaults (500 records a poll, 1 MiB a partition), and no wait at
       // a range's end (its last offset is a commit marker: the broker would hold the fetch 500 ms)
       conf.put("max.poll.records", "10000");
@@ -257,12 +265,16 @@ public final class KafkaRanges {
         }
         closed = true;
         ConcurrentLinkedDeque<KafkaConsumer<byte[], byte[]>> idle = IDLE.get(props);
-        if (done && idle != null && idle.size() < KEEP) {
+        if (done && idle != null) {
           consumer.unsubscribe();
-          idle.addFirst(consumer);
-        } else {
-          consumer.close(Duration.ofSeconds(5));
+          synchronized (idle) {
+            if (idle.size() < KEEP) {
+              idle.addFirst(consumer);
+              return;
+            }
+          }
         }
+        consumer.close(Duration.ofSeconds(5));
       }
     }
   }
