@@ -29,11 +29,14 @@ class Batcher:
     """Feed reader items in order; batches are appended to ``store`` as they fill up."""
 
     def __init__(self, store: BatchStore, limits: BatchLimits, start: Position, clock: Any = time.monotonic,
-                 sink: Any = None):
+                 sink: Any = None, idle: Any = None):
         """``sink(lines, rows=, ddl=, start=, end=, split=)`` stores a batch; by default
-        ``store.append_lines`` (synchronously; the runner passes an ``AsyncAppender``)."""
+        ``store.append_lines`` (synchronously; the runner passes an ``AsyncAppender``).
+        ``idle()``: called on a heartbeat when nothing is pending (default ``store.keep_alive``:
+        the Kafka store restates its position before retention can delete its newest record)."""
         self.store, self.limits, self.clock = store, limits, clock
         self.sink = sink or store.append_lines
+        self.idle = idle or store.keep_alive
         self.enc = LineEncoder()
         self.last_end = start
         self.next_id = start.next_id
@@ -121,7 +124,10 @@ class Batcher:
 
     def _on_idle(self) -> None:
         now = self.clock()
-        if self.tx or self.tx_begin is not None or self.batch_end is None:
+        if self.tx or self.tx_begin is not None:
+            return
+        if self.batch_end is None:  # nothing since the last batch: the source is idle
+            self.idle()
             return
         if self.batch and now - self.batch_since >= self.limits.maxSeconds:
             self._flush()

@@ -107,7 +107,7 @@ def run_capture(cfg: Config, *, follow: bool = False, max_batches: int | None = 
             while True:
                 opts = ReaderOptions(follow=follow, stop_at=stop_at, resume_by=src.resumeBy, filter=src.filter)
                 reader = BinlogReader(src, info.flavor, start, opts, codecs)
-                batcher = Batcher(store, cfg.store.batch, start, sink=appender.append)
+                batcher = Batcher(store, cfg.store.batch, start, sink=appender.append, idle=appender.keep_alive)
                 progress = _Progress(progress_every)
                 try:
                     try:

@@ -18,6 +18,7 @@ from typing import Any
 from pipeline.store import BatchStore
 
 _STOP = object()
+_KEEP_ALIVE = object()
 
 
 class AsyncAppender:
@@ -36,7 +37,9 @@ class AsyncAppender:
             try:
                 if job is _STOP:
                     return
-                if self._error is None:
+                if self._error is None and job is _KEEP_ALIVE:
+                    self.store.keep_alive()
+                elif self._error is None:
                     lines, kw = job
                     self.store.append_lines(lines, **kw)
             except BaseException as e:  # noqa: BLE001 - handed to the capture thread
@@ -53,6 +56,11 @@ class AsyncAppender:
         """Queue one batch (``BatchStore.append_lines`` arguments)."""
         self._raise()
         self._q.put((lines, kw))
+
+    def keep_alive(self) -> None:
+        """Queue ``store.keep_alive()`` after the queued batches (the store's writes stay on one thread)."""
+        self._raise()
+        self._q.put(_KEEP_ALIVE)
 
     def drain(self) -> None:
         """Wait until every queued batch is stored; raise the writer's error, if any."""

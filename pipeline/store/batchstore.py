@@ -184,6 +184,9 @@ class BatchStore:
         self._next_id = batch_id + 1
         return meta
 
+    def keep_alive(self) -> None:
+        """Capture's source is idle: nothing to restate (a batch file never expires)."""
+
     def set_start_position(self, pos: dict[str, Any], force: bool = False) -> None:
         """Set where capture starts; refuse if a position or batches exist, unless ``force``."""
         self._require_capture("set_start_position")

@@ -22,6 +22,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+import yaml
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
@@ -333,3 +334,42 @@ def test_capture_restates_its_position_before_retention_can_take_it(dep, mariadb
     sluice("capture", "--config", str(d["cfg"]), "--once")
     nxt = _records(d["kafka"], bt)[-1]
     assert nxt["kind"] == "batch" and nxt["batchId"] == before["batchId"] + 1 and nxt["start"] == before["end"]
+
+
+def test_follow_capture_restates_its_position_while_the_source_is_idle(dep, mariadb):
+    """``capture --follow`` over an idle source restates its position on the heartbeats once the
+    newest record is older than the keep-alive age (retention would otherwise delete it while
+    capture runs), and the next batch still follows the last one."""
+    d = dep
+    sluice("capture", "--config", str(d["cfg"]), "--once")
+    bt = f"{d['db']}.sluice-batches"
+    before = [r for r in _records(d["kafka"], bt) if r["kind"] == "batch"][-1]
+    cfg = yaml.safe_load(d["cfg"].read_text())
+    cfg["source"]["heartbeatSeconds"] = 0.5
+    d["cfg"].write_text(yaml.safe_dump(cfg))
+    env = dict(os.environ, SLUICE_KAFKA_KEEP_ALIVE_S="2")
+    cap = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "capture", "--config", str(d["cfg"]), "--follow"],
+                           cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           start_new_session=True)
+    try:
+        deadline, alive = time.time() + 60, []
+        while len(alive) < 3 and time.time() < deadline and cap.poll() is None:
+            time.sleep(1)
+            alive = [r for r in _records(d["kafka"], bt) if r.get("keepAlive")]
+        assert len(alive) >= 3, cap.stderr.read()[-4000:] if cap.poll() is not None else alive
+        assert all(r["afterBatch"] == before["batchId"] and r["position"] == before["end"] for r in alive)
+        _update(mariadb, d["db"], "sbtest1", 10)
+        deadline, nxt = time.time() + 60, None
+        while nxt is None and time.time() < deadline:
+            time.sleep(1)
+            nxt = next((r for r in _records(d["kafka"], bt) if r["kind"] == "batch"
+                        and r["batchId"] > before["batchId"]), None)
+        assert nxt is not None and nxt["batchId"] == before["batchId"] + 1 and nxt["start"] == before["end"]
+    finally:
+        cap.send_signal(signal.SIGINT)
+        try:
+            cap.wait(120)
+        except subprocess.TimeoutExpired:
+            os.killpg(cap.pid, signal.SIGKILL)
+    err = cap.stderr.read()
+    assert cap.returncode == 130 and "stopped='interrupted'" in err, err[-4000:]  # 130: stopped by SIGINT

@@ -105,3 +105,24 @@ def test_time_limit_cuts_on_idle(tmp_path):
         clock.t = 2.0
         b.feed(Tick(None))
         assert len(store.batches()) == 1
+
+
+def test_heartbeats_of_an_idle_source_ask_the_store_to_keep_alive(tmp_path):
+    """Only when nothing is pending: not inside a transaction, not with a batch to come."""
+    clock, calls = Clock(), []
+    store = BatchStore(tmp_path / "store")
+    with store.capture_lock():
+        b = Batcher(store, BatchLimits(maxSeconds=1.0), START, clock, idle=lambda: calls.append(clock.t))
+        b.feed(Tick(None))
+        assert calls == [0.0]
+        items = tx(1, 1, 100, 1)
+        b.feed(items[0])
+        b.feed(Tick(None))  # a transaction is open
+        for it in items[1:]:
+            b.feed(it)
+        b.feed(Tick(None))  # its batch is pending
+        assert calls == [0.0]
+        clock.t = 2.0
+        b.feed(Tick(None))  # the pending batch is stored
+        b.feed(Tick(None))
+        assert calls == [0.0, 2.0] and len(store.batches()) == 1

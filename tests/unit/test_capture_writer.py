@@ -44,3 +44,20 @@ def test_a_failure_is_raised_and_nothing_after_it_is_stored(tmp_path):
         w.drain()  # raised once
         w.close()
         assert [m.end["logpos"] for m in store.batches()] == [2]
+
+
+def test_keep_alive_runs_on_the_writer_thread_after_the_queued_batches(tmp_path):
+    """The store's writes stay on one thread, in order: a keep-alive after the batches before it."""
+    import threading
+
+    store = BatchStore(tmp_path / "store")
+    seen = []
+    store.keep_alive = lambda: seen.append((threading.current_thread().name, len(store.batches())))
+    with store.capture_lock():
+        w = AsyncAppender(store, depth=1)
+        for b in range(1, 4):
+            w.append([_line(b)], rows=1, ddl=(), start=_pos(b), end=_pos(b + 1))
+        w.keep_alive()
+        w.drain()
+        w.close()
+    assert seen == [("capture-writer", 3)]

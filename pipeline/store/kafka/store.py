@@ -37,8 +37,9 @@ from .client import Topics, commit, committed, list_offsets
 from .producer import BatchProducer
 from .routing import Router
 
-#: capture restates its position (a keep-alive start record) when it starts and the batch topic's
-#: newest record is older than this: retention deletes even a topic's newest record
+#: capture restates its position (a keep-alive start record) when the batch topic's newest record
+#: is older than this, at its start and on an idle source's heartbeats: retention deletes even a
+#: topic's newest record
 KEEP_ALIVE_S = int(os.environ.get("SLUICE_KAFKA_KEEP_ALIVE_S", "3600"))
 
 
@@ -66,6 +67,7 @@ class KafkaStore:
         self._low = 0  # the batch topic's log start, as last seen above a wanted offset (retention)
         self._last: dict[str, Any] = {}  # the newest record read (a batch's, or a start record)
         self._tail: dict[str, Any] | None = None  # while capture holds the lock: the position after the last record
+        self._published_at: float | None = None  # while capture holds the lock: when the newest record was written
 
     def __repr__(self) -> str:
         return f"KafkaStore({self.topics.bootstrap!r}, {self.topics.topic!r})"
@@ -134,11 +136,8 @@ class KafkaStore:
             held.cleaned = []
             self._capture = held
             age = records.age_s(body, time.time()) if last else None
-            if age is not None and age > KEEP_ALIVE_S:
-                # the newest record holds capture's position and the next batch id: restate them
-                # before retention, which deletes even a topic's newest record, can take it
-                self._producer.publish_start(self._id, self._next_id - 1, self._tail, False, self._offsets,
-                                             keep_alive=True)
+            self._published_at = time.time() - age if age is not None else None
+            self.keep_alive()
             yield held
         finally:
             self._capture = None
@@ -147,6 +146,17 @@ class KafkaStore:
                 self._producer.close()
                 self._producer = None
             held.release()
+
+    def keep_alive(self) -> None:
+        """Restate capture's position and the next batch id in a start record when the newest
+        record is older than ``KEEP_ALIVE_S``: retention deletes even a topic's newest record, and
+        capture cannot resume without it. At capture's start and on the heartbeats of an idle
+        source (:class:`pipeline.capture.batcher.Batcher`); needs the capture lock."""
+        producer = self._require_capture("keep_alive")
+        if self._tail is None or self._published_at is None or time.time() - self._published_at <= KEEP_ALIVE_S:
+            return  # nothing published yet, the last commit's outcome unknown, or a young newest record
+        producer.publish_start(self._id, self._next_id - 1, self._tail, False, self._offsets, keep_alive=True)
+        self._published_at = time.time()
 
     def _refuse_if_emptied(self) -> None:
         """A batch topic that held records and holds none: retention took the last batch record,
@@ -160,8 +170,9 @@ class KafkaStore:
             "them, the last one too, which held capture's position and the next batch id; capture cannot resume "
             "without skipping changes", hint=f"keep the batch topic's records (kafka-configs --alter --entity-type "
             f"topics --entity-name {self.topics.batch_topic} --add-config retention.ms=-1, or run capture at least "
-            f"more often than the retention period less {KEEP_ALIVE_S} s: it restates its position when its newest "
-            f"record is older than that), then start over with a new store.kafka.topic and `sluice bootstrap` to "
+            f"more often than the retention period less {KEEP_ALIVE_S} s, or keep `capture --follow` up: it "
+            "restates its position when its newest record is older than that), then start over with a new "
+            "store.kafka.topic and `sluice bootstrap` to "
             "reload the targets")
 
     def _require_capture(self, what: str) -> BatchProducer:
@@ -183,6 +194,7 @@ class KafkaStore:
         self._offsets = dict(batch.end_offsets)
         self._next_id += 1
         self._tail = dict(end)
+        self._published_at = time.time()
         return batch
 
     def append(self, recs: Iterable[dict[str, Any]], *, start: dict[str, Any], end: dict[str, Any],
@@ -216,6 +228,7 @@ class KafkaStore:
                              f"{json.dumps(current, sort_keys=True)}", hint="pass force=True to move it")
         producer.publish_start(self.store_id, self._next_id - 1, pos, force, self._offsets)
         self._tail = dict(pos)
+        self._published_at = time.time()
 
     # ---- batches -------------------------------------------------------------------------
     def _refresh(self, since: int = 0) -> None:
