@@ -112,8 +112,10 @@ def _submit_conf() -> dict:
 
 
 def store_jars(cfg: Config) -> list[str] | None:
-    """The jars the configured store needs in Spark (the Kafka connector), or None."""
-    if cfg.store.kind != "kafka":
+    """The jars the configured store needs in Spark (the Kafka connector), or None. None under
+    spark-submit too: ``--jars`` (``sluice package``'s dist/jars) or ``--packages`` brings them, and
+    the driver has no cache of its own to look in."""
+    if cfg.store.kind != "kafka" or "spark.master" in _submit_conf():
         return None
     from pipeline.store.kafka.sparkjars import kafka_jars
 

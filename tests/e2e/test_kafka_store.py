@@ -1,10 +1,11 @@
 """The Kafka store end to end: sysbench on the source -> capture publishes to Kafka (3 partitions,
-rows hashed by primary key as canal's partitionHash) -> the Spark job reads offset ranges with
-Spark's Kafka source -> a mirror database; ``sluice verify`` finds 0 differing rows.
+rows hashed by primary key as canal's partitionHash) -> the Spark job's executors read the offset
+ranges (sluice-spark.jar's reader) -> a mirror database; ``sluice verify`` finds 0 differing rows.
 
 Also: replaying everything (cursor 0) changes nothing; the group's offsets are Kafka consumer-group
 offsets (``kafka-consumer-groups --describe`` shows lag 0 after a sync); two groups at different
-offsets; kill -9 of the job mid-apply acks nothing and a rerun converges.
+offsets; kill -9 of the job mid-apply acks nothing and a rerun converges; spark-submit to the
+standalone cluster with the jars of ``sluice package``.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import pytest
 
 from tests.support import sysbench
 from tests.support.compare import diff_databases
-from tests.support.deploy import REPO, kafka_store, rdb_adapter, sluice, write_deployment
+from tests.support.deploy import REPO, kafka_store, rdb_adapter, sluice, submit_command, write_deployment
 
 
 @pytest.fixture(scope="module")
@@ -140,4 +141,24 @@ def test_kill_job_mid_apply_acks_nothing_and_rerun_converges(deployment, mariadb
             os.killpg(proc.pid, signal.SIGKILL)
     assert _cursor(d["cfg"]) == before
     sluice("sync", "--config", str(d["cfg"]), "--group", "g1")
+    _equal(mariadb, mariadb_target, d["db"], d["tdb"])
+
+
+def test_spark_submit_on_the_standalone_cluster(deployment, mariadb, mariadb_target, spark_cluster):
+    """The cluster path: spark-submit to the standalone master with the jars `sluice package` put
+    in dist/jars; executors in the worker's JVM read the ranges from the broker, the driver
+    commits the group's offsets."""
+    d = deployment
+    sysbench.run(mariadb, d["db"], seconds=2, threads=2, tables=3, table_size=1000)
+    sluice("capture", "--config", str(d["cfg"]), "--once")
+    cmd, env = submit_command(spark_cluster, d["tmp"], "--config", str(d["cfg"]), "--group", "g1", "--json")
+    jars = sorted((d["tmp"] / "dist" / "jars").glob("*.jar"))
+    assert {"sluice-spark", "spark-sql-kafka-0-10", "kafka-clients"} <= {j.name.rsplit("-", 1)[0].split("_")[0]
+                                                                          for j in jars}, jars
+    at = cmd.index("--py-files")
+    cmd[at:at] = ["--jars", ",".join(map(str, jars))]
+    proc = subprocess.run(cmd, env=env, text=True, capture_output=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
+    out = _json(proc.stdout)
+    assert out["rows"] > 0 and _cursor(d["cfg"]) == out["cursor"]
     _equal(mariadb, mariadb_target, d["db"], d["tdb"])
