@@ -195,7 +195,7 @@ def main() -> int:
     if args.record and args.store == "kafka":
         cmd = common.command_line("bench/apply.py")
         intro = ("The same job with the Kafka store (capture's records in a topic with `partitions` partitions hashed "
-                 "by primary key; Spark's Kafka source reads the offset ranges) vs the file store, same data, same "
+                 "by primary key; the executors read the offset ranges) vs the file store, same data, same "
                  "run, same target (`--repeat`: both stores that many times, alternating which goes first, each "
                  "store's best time per phase; each pass in a JVM of its own, as each `sluice run` has). "
                  "Target: Kafka rows/s >= 0.9x files.\n\n"
