@@ -102,6 +102,22 @@ def _wait(path: Path, proc: subprocess.Popen, timeout: float = 300) -> None:
         time.sleep(0.3)
 
 
+def _follow(cfg: Path, **env: str) -> subprocess.Popen:
+    """``sluice capture --follow`` in the background (``env``: more environment)."""
+    return subprocess.Popen([sys.executable, "-m", "pipeline.cli", "capture", "--config", str(cfg), "--follow"],
+                            cwd=REPO, env=dict(os.environ, **env), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+
+
+def _interrupt(proc: subprocess.Popen) -> None:
+    """SIGINT, as Ctrl-C would; SIGKILL to its session if it does not end within 120 s."""
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(120)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
 def _cursor(cfg: Path) -> int:
     return json.loads(sluice("store", "status", "--config", str(cfg), "--json").stdout)["groups"]["g1"]["cursor"]
 
@@ -132,8 +148,7 @@ def test_kill_capture_mid_produce_resumes_exactly(dep, mariadb, mariadb_target, 
 def test_broker_restart_during_capture_and_sync(dep, mariadb, mariadb_target, tmp_path):
     d = dep
     load = sysbench.start(mariadb, d["db"], seconds=12, threads=2, tables=2, table_size=500)
-    cap = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "capture", "--config", str(d["cfg"]), "--follow"],
-                           cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    cap = _follow(d["cfg"])
     try:
         time.sleep(4)
         subprocess.run([sys.executable, str(REPO / "scripts" / "services"), "restart", "kafka"], check=True,
@@ -141,11 +156,7 @@ def test_broker_restart_during_capture_and_sync(dep, mariadb, mariadb_target, tm
         load.wait(120)
         time.sleep(4)
     finally:
-        cap.send_signal(signal.SIGINT)
-        try:
-            cap.wait(120)
-        except subprocess.TimeoutExpired:
-            os.killpg(cap.pid, signal.SIGKILL)
+        _interrupt(cap)
     sluice("capture", "--config", str(d["cfg"]), "--once")
     _assert_log_exact(d["kafka"], d["db"])
     before = _cursor(d["cfg"])
@@ -347,10 +358,7 @@ def test_follow_capture_restates_its_position_while_the_source_is_idle(dep, mari
     cfg = yaml.safe_load(d["cfg"].read_text())
     cfg["source"]["heartbeatSeconds"] = 0.5
     d["cfg"].write_text(yaml.safe_dump(cfg))
-    env = dict(os.environ, SLUICE_KAFKA_KEEP_ALIVE_S="2")
-    cap = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "capture", "--config", str(d["cfg"]), "--follow"],
-                           cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                           start_new_session=True)
+    cap = _follow(d["cfg"], SLUICE_KAFKA_KEEP_ALIVE_S="2")
     try:
         deadline, alive = time.time() + 60, []
         while len(alive) < 3 and time.time() < deadline and cap.poll() is None:
@@ -366,10 +374,6 @@ def test_follow_capture_restates_its_position_while_the_source_is_idle(dep, mari
                         and r["batchId"] > before["batchId"]), None)
         assert nxt is not None and nxt["batchId"] == before["batchId"] + 1 and nxt["start"] == before["end"]
     finally:
-        cap.send_signal(signal.SIGINT)
-        try:
-            cap.wait(120)
-        except subprocess.TimeoutExpired:
-            os.killpg(cap.pid, signal.SIGKILL)
+        _interrupt(cap)
     err = cap.stderr.read()
     assert cap.returncode == 130 and "stopped='interrupted'" in err, err[-4000:]  # 130: stopped by SIGINT
