@@ -25,6 +25,10 @@ log = get_logger("capture")
 EMPTY_BATCH_FACTOR = 10  # an empty (position-only) batch at most every maxSeconds * this
 
 
+def _nothing() -> None:
+    pass
+
+
 class Batcher:
     """Feed reader items in order; batches are appended to ``store`` as they fill up."""
 
@@ -36,7 +40,8 @@ class Batcher:
         the Kafka store restates its position before retention can delete its newest record)."""
         self.store, self.limits, self.clock = store, limits, clock
         self.sink = sink or store.append_lines
-        self.idle = idle or store.keep_alive
+        # with a sink of its own (another thread), the store is not called from this one
+        self.idle = idle or (store.keep_alive if sink is None else _nothing)
         self.enc = LineEncoder()
         self.last_end = start
         self.next_id = start.next_id

@@ -4,7 +4,8 @@ is written and fsynced (the fsyncs release the GIL).
 ``AsyncAppender(store)`` is a drop-in ``sink`` for the Batcher: ``append(lines, ...)`` queues
 the batch (blocking while ``depth`` batches are already waiting) and returns; batches are
 committed in order by one thread. A failure is raised on the next ``append`` or on ``drain()``;
-after a failure nothing more is stored, so the store never has a gap. ``drain()`` waits until
+after a failure nothing more is stored until ``drain()`` (what was queued behind the failed
+batch is dropped, also when its error was already raised), so the store never has a gap. ``drain()`` waits until
 everything queued is durable: the runner drains before it reports, before it reads the stored
 position to resume, and at the end.
 """
@@ -27,7 +28,8 @@ class AsyncAppender:
     def __init__(self, store: BatchStore, depth: int = 2):
         self.store = store
         self._q: queue.Queue[Any] = queue.Queue(maxsize=depth)
-        self._error: BaseException | None = None
+        self._error: BaseException | None = None  # the failure not yet raised to the capture thread
+        self._failed = False  # a batch failed: nothing queued after it is stored, until drain()
         self._thread = threading.Thread(target=self._run, name="capture-writer", daemon=True)
         self._thread.start()
 
@@ -37,13 +39,16 @@ class AsyncAppender:
             try:
                 if job is _STOP:
                     return
-                if self._error is None and job is _KEEP_ALIVE:
+                if self._failed:  # after a failure: dropped, the capture thread reads the position again
+                    continue
+                if job is _KEEP_ALIVE:
                     self.store.keep_alive()
-                elif self._error is None:
+                else:
                     lines, kw = job
                     self.store.append_lines(lines, **kw)
             except BaseException as e:  # noqa: BLE001 - handed to the capture thread
                 self._error = e
+                self._failed = True
             finally:
                 self._q.task_done()
 
@@ -63,8 +68,11 @@ class AsyncAppender:
         self._q.put(_KEEP_ALIVE)
 
     def drain(self) -> None:
-        """Wait until every queued batch is stored; raise the writer's error, if any."""
+        """Wait until every queued batch is stored (or, after a failure, dropped); raise the
+        writer's error if it was not raised yet. The writer takes batches again afterwards: the
+        caller resumes from the store's position, which nothing after the failure moved."""
         self._q.join()
+        self._failed = False
         self._raise()
 
     def close(self) -> None:

@@ -61,3 +61,36 @@ def test_keep_alive_runs_on_the_writer_thread_after_the_queued_batches(tmp_path)
         w.drain()
         w.close()
     assert seen == [("capture-writer", 3)]
+
+
+def test_nothing_is_stored_after_a_failure_until_drain_even_once_its_error_was_raised(tmp_path):
+    """The capture thread may see the error (here on a keep-alive) while batches are still queued
+    or handed over: storing them would leave the failed batch's changes out for good, since the
+    runner resumes from the store's position after ``drain()``."""
+    import time
+
+    store = BatchStore(tmp_path / "store")
+    real = store.append_lines
+
+    def failing_second(lines, **kw):
+        if kw["end"]["logpos"] == 3:
+            raise StoreError("disk full (test)")
+        return real(lines, **kw)
+
+    store.append_lines = failing_second
+    with store.capture_lock():
+        w = AsyncAppender(store)
+        w.append([_line(1)], rows=1, ddl=(), start=_pos(1), end=_pos(2))
+        w.append([_line(2)], rows=1, ddl=(), start=_pos(2), end=_pos(3))
+        deadline = time.time() + 10
+        while w._error is None and time.time() < deadline:
+            time.sleep(0.01)
+        with pytest.raises(StoreError):
+            w.keep_alive()
+        w.append([_line(3)], rows=1, ddl=(), start=_pos(3), end=_pos(4))  # would skip batch 2's changes
+        w.drain()
+        assert [m.end["logpos"] for m in store.batches()] == [2]
+        w.append([_line(2)], rows=1, ddl=(), start=_pos(2), end=_pos(30))  # resumed from the store: taken again
+        w.drain()
+        w.close()
+        assert [m.end["logpos"] for m in store.batches()] == [2, 30]
