@@ -207,3 +207,33 @@ def test_a_batch_that_fails_outside_the_client_leaves_no_open_transaction(tmp_pa
         seqs = [r["seq"] for _, r in recs]
         assert len(seqs) == len(set(seqs)) and all(r["batchId"] == 1 for _, r in recs)
     assert {r["seq"] for recs in got.values() for _, r in recs} == set(range(20))
+
+
+def test_a_commit_whose_outcome_was_unknown_is_settled_before_capture_goes_on(tmp_path, mariadb, kafka, monkeypatch):
+    """The broker committed a batch but the client saw an error (a timeout at commit): capture
+    must resume after that batch and give the next one the next id, not the same id again."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    from pipeline.errors import SluiceError
+
+    db, store = _hashed_store(tmp_path, mariadb, kafka, "ku", 2)
+    lines = [json.dumps(r, separators=(",", ":")).encode()[:-1] for r in _records(random.Random(5), db, 10)]
+    pos = [dict(POS, logpos=4 + i) for i in range(4)]
+    with store.capture_lock():
+        store.set_start_position(pos[0])
+        store.append_lines(lines, rows=10, ddl=(), start=pos[0], end=pos[1])
+        real = store._producer._commit
+
+        def committed_then_lost(p):
+            real(p)
+            raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "commit answer lost (test)"))
+
+        monkeypatch.setattr(store._producer, "_commit", committed_then_lost)
+        with pytest.raises(SluiceError):
+            store.append_lines(lines, rows=10, ddl=(), start=pos[1], end=pos[2])
+        monkeypatch.undo()
+        assert store.last_position() == pos[2]  # it did commit: capture resumes after it
+        store.append_lines(lines, rows=10, ddl=(), start=pos[2], end=pos[3])
+    got = _read(kafka["bootstrap"], f"{db}.sluice-batches", 1)[0]
+    batches = [(r["batchId"], r["end"]["logpos"]) for _, r in got if r["kind"] == "batch"]
+    assert batches == [(1, 5), (2, 6), (3, 7)]

@@ -105,6 +105,11 @@ class BatchProducer:
         assert self._p is not None
         return self._p
 
+    def settle(self) -> None:
+        """Make sure a producer is up (a new one after a failure: its ``init_transactions``
+        completes or aborts the transaction the failed one left)."""
+        self._ready()
+
     def close(self) -> None:
         if self._init is not None:
             self._init.join(TIMEOUT * 2)

@@ -68,6 +68,7 @@ class KafkaStore:
         self._last: dict[str, Any] = {}  # the newest record read (a batch's, or a start record)
         self._tail: dict[str, Any] | None = None  # while capture holds the lock: the position after the last record
         self._published_at: float | None = None  # while capture holds the lock: when the newest record was written
+        self._stale = False  # a batch's commit failed with its outcome unknown: _settle() before going on
 
     def __repr__(self) -> str:
         return f"KafkaStore({self.topics.bootstrap!r}, {self.topics.topic!r})"
@@ -128,24 +129,39 @@ class KafkaStore:
             last = records.last_record(self.topics)
             if last is None:
                 self._refuse_if_emptied()
-            body = last[1] if last else {}
-            self._id = str(body.get("storeId") or uuid.uuid4().hex)
-            self._next_id = int(body.get("batchId", body.get("afterBatch", 0))) + 1
-            self._offsets = records.offsets_of(body.get("to"))
-            self._tail = self._position_of(body) if last else None
+            self._id = str((last[1] if last else {}).get("storeId") or uuid.uuid4().hex)
+            self._adopt(last)
             held.cleaned = []
             self._capture = held
-            age = records.age_s(body, time.time()) if last else None
-            self._published_at = time.time() - age if age is not None else None
             self.keep_alive()
             yield held
         finally:
             self._capture = None
             self._tail = None
+            self._stale = False
             if self._producer is not None:
                 self._producer.close()
                 self._producer = None
             held.release()
+
+    def _adopt(self, last: tuple[int, dict[str, Any]] | None) -> None:
+        """Where capture stands, from the batch topic's newest record (None: a new store): its
+        position, the next batch id, the data topics' offsets, and when the record was written."""
+        body = last[1] if last else {}
+        self._next_id = int(body.get("batchId", body.get("afterBatch", 0))) + 1
+        self._offsets = records.offsets_of(body.get("to"))
+        self._tail = self._position_of(body) if last else None
+        age = records.age_s(body, time.time()) if last else None
+        self._published_at = time.time() - age if age is not None else None
+
+    def _settle(self) -> None:
+        """After a batch whose commit's outcome is unknown (the broker failed during it): a new
+        producer's ``init_transactions`` completes or aborts that transaction, then the newest
+        record says where capture stands. Without this the next batch would reuse the batch id
+        of one that did commit, or resume from a stale position."""
+        self._require_capture("settle").settle()
+        self._adopt(records.last_record(self.topics))
+        self._stale = False
 
     def keep_alive(self) -> None:
         """Restate capture's position and the next batch id in a start record when the newest
@@ -153,6 +169,8 @@ class KafkaStore:
         capture cannot resume without it. At capture's start and on the heartbeats of an idle
         source (:class:`pipeline.capture.batcher.Batcher`); needs the capture lock."""
         producer = self._require_capture("keep_alive")
+        if self._stale:
+            self._settle()
         if self._tail is None or self._published_at is None or time.time() - self._published_at <= KEEP_ALIVE_S:
             return  # nothing published yet, the last commit's outcome unknown, or a young newest record
         producer.publish_start(self._id, self._next_id - 1, self._tail, False, self._offsets, keep_alive=True)
@@ -184,12 +202,15 @@ class KafkaStore:
                      end: dict[str, Any], split: bool = False) -> KafkaBatch:
         """Publish the next batch (one Kafka transaction); see :meth:`BatchStore.append_lines`."""
         producer = self._require_capture("append")
+        if self._stale:
+            self._settle()
         validate_position("start", start)
         validate_position("end", end)
         try:
             batch = producer.publish(self.store_id, self._next_id, lines, rows, ddl, start, end, split, self._offsets)
         except BaseException:
-            self._tail = None  # the commit's outcome is unknown: the next look reads the topic
+            self._tail = None  # the commit's outcome is unknown: settled before the store is used again
+            self._stale = True
             raise
         self._offsets = dict(batch.end_offsets)
         self._next_id += 1
@@ -210,6 +231,8 @@ class KafkaStore:
         return self.append_lines(lines, rows=rows, ddl=tuple(ddl), start=start, end=end, split=split)
 
     def last_position(self) -> dict[str, Any] | None:
+        if self._capture is not None and self._stale:
+            self._settle()
         if self._capture is not None and self._tail is not None:
             return dict(self._tail)  # capture holds the only producer: what it wrote last is the tail
         last = records.last_record(self.topics) if self.topics.written_by == "sluice" else None
