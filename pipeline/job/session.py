@@ -115,8 +115,8 @@ def store_jars(cfg: Config) -> list[str] | None:
     """The jars the configured store needs in Spark (the Kafka connector), or None. None under
     spark-submit too: ``--jars`` (``sluice package``'s dist/jars) or ``--packages`` brings them, and
     the driver has no cache of its own to look in."""
-    if cfg.store.kind != "kafka" or "spark.master" in _submit_conf():
-        return None
+    if cfg.store.kind != "kafka" or "spark.master" in _submit_conf() or SparkSession.getActiveSession() is not None:
+        return None  # a running session (a notebook's, a follow's earlier round) has what it was given
     from pipeline.store.kafka.sparkjars import kafka_jars
 
     return kafka_jars()
