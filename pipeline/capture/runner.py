@@ -125,8 +125,8 @@ def run_capture(cfg: Config, *, follow: bool = False, max_batches: int | None = 
                 except TransientError as e:
                     if batcher.batches:  # this connection made progress: a new fault, not the same one
                         reconnects = 0
-                    if not follow or reconnects >= MAX_RECONNECTS:
-                        raise
+                    if not follow or reconnects >= MAX_RECONNECTS or stopped != "end of binlog":
+                        raise  # (stopped: Ctrl-C or --max-batches ended the loop, and the store then failed)
                     reconnects += 1
                     log.warning("binlog connection lost; resuming from the last stored position",
                                 error=e.message, attempt=reconnects)

@@ -160,7 +160,10 @@ class KafkaStore:
         record says where capture stands. Without this the next batch would reuse the batch id
         of one that did commit, or resume from a stale position."""
         self._require_capture("settle").settle()
-        self._adopt(records.last_record(self.topics))
+        last = records.last_record(self.topics)
+        if last is None:
+            self._refuse_if_emptied()
+        self._adopt(last)
         self._stale = False
 
     def keep_alive(self) -> None:
