@@ -5,9 +5,9 @@ is written and fsynced (the fsyncs release the GIL).
 the batch (blocking while ``depth`` batches are already waiting) and returns; batches are
 committed in order by one thread. A failure is raised on the next ``append`` or on ``drain()``;
 after a failure nothing more is stored until ``drain()`` (what was queued behind the failed
-batch is dropped, also when its error was already raised), so the store never has a gap. ``drain()`` waits until
-everything queued is durable: the runner drains before it reports, before it reads the stored
-position to resume, and at the end.
+batch is dropped, also when its error was already raised), so the store never has a gap.
+``drain()`` waits until everything queued is durable: the runner drains before it reports,
+before it reads the stored position to resume, and at the end.
 """
 
 from __future__ import annotations

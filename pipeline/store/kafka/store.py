@@ -193,8 +193,7 @@ class KafkaStore:
             f"topics --entity-name {self.topics.batch_topic} --add-config retention.ms=-1, or run capture at least "
             f"more often than the retention period less {KEEP_ALIVE_S} s, or keep `capture --follow` up: it "
             "restates its position when its newest record is older than that), then start over with a new "
-            "store.kafka.topic and `sluice bootstrap` to "
-            "reload the targets")
+            "store.kafka.topic and `sluice bootstrap` to reload the targets")
 
     def _require_capture(self, what: str) -> BatchProducer:
         if self._capture is None or self._producer is None:

@@ -52,25 +52,32 @@ def parsed_values(spark: Any, raw: Any, *, from_bytes: bool | None = None) -> An
 
 def has_byte_parser(spark: Any) -> bool:
     """Whether ``sluice-spark.jar`` (``sluice.spark.KafkaValues``) is on the session's class path."""
-    try:  # py4j answers a class it found with a JavaClass, a name it did not with a JavaPackage
-        return type(spark._jvm.sluice.spark.KafkaValues).__name__ == "JavaClass"
-    except Exception:  # noqa: BLE001 - no JVM view (e.g. Spark Connect): the text path
-        return False
+    return _loads(spark, "sluice.spark.KafkaValues")
 
 
 def has_range_reader(spark: Any) -> bool:
-    """Whether the job reads its ranges with ``sluice.spark.KafkaRanges`` (``sluice-spark.jar``),
-    not Spark's Kafka source; ``SLUICE_KAFKA_READER=spark`` forces Spark's (tests, benchmarks)."""
+    """Whether the job reads its ranges with ``sluice.spark.KafkaRanges`` (``sluice-spark.jar``,
+    and the Kafka client beside it), not Spark's Kafka source; ``SLUICE_KAFKA_READER=spark``
+    forces Spark's (tests, benchmarks)."""
     import os
 
     if os.environ.get("SLUICE_KAFKA_READER", "").lower() == "spark":
         return False
-    try:
-        jvm = spark._jvm  # the reader, and the Kafka client it needs (its jar sits beside it)
-        return all(type(c).__name__ == "JavaClass" for c in (jvm.sluice.spark.KafkaRanges,
-                                                             jvm.org.apache.kafka.clients.consumer.KafkaConsumer))
-    except Exception:  # noqa: BLE001 - no JVM view: Spark's Kafka source
+    return _loads(spark, "sluice.spark.KafkaRanges", "org.apache.kafka.clients.consumer.KafkaConsumer")
+
+
+def _loads(spark: Any, *classes: str) -> bool:
+    """Whether the session's JVM finds every one of ``classes``."""
+    try:  # py4j answers a class it found with a JavaClass, a name it did not with a JavaPackage
+        return all(type(_lookup(spark._jvm, name)).__name__ == "JavaClass" for name in classes)
+    except Exception:  # noqa: BLE001 - no JVM view (e.g. Spark Connect): neither JVM path
         return False
+
+
+def _lookup(jvm: Any, name: str) -> Any:
+    for part in name.split("."):
+        jvm = getattr(jvm, part)
+    return jvm
 
 
 def v2_kafka(spark: Any) -> Any:
