@@ -71,12 +71,15 @@ def run(
 
 def _follow(cfg, group, no_capture: bool, max_batches: int, partitions: int | None, master: str | None,
             nothing_exit: int, as_json: bool, interval: float, rounds: int | None) -> None:
+    from pipeline.job.session import store_jars
     from pipeline.ops.follow import run_follow
+
+    jars = store_jars(cfg)  # the Kafka store's connector: a missing one is a ConfigError now, not every round
 
     def spark_factory(_pending_rows: int):
         from pipeline.job.session import get_spark
 
-        return get_spark(cfg.spark, f"sluice-follow-{cfg.source.name}", master)  # long-lived: full JIT
+        return get_spark(cfg.spark, f"sluice-follow-{cfg.source.name}", master, jars)  # long-lived: full JIT
 
     result = run_follow(cfg, groups=group or None, spark_factory=spark_factory, interval=interval,
                         max_rounds=rounds, capture=not no_capture, max_batches=max_batches, partitions=partitions)
