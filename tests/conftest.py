@@ -67,6 +67,18 @@ def mariadb_target() -> dict:
 
 
 @pytest.fixture(scope="session")
+def mysql() -> dict:
+    """The source Oracle MySQL (9.7, GTIDs on): {'host','port','user','password','version','flavor',...}."""
+    return ensure_service("mysql")
+
+
+@pytest.fixture(scope="session")
+def mysql_target() -> dict:
+    """An Oracle MySQL used as a replication target."""
+    return ensure_service("mysql-target")
+
+
+@pytest.fixture(scope="session")
 def postgres() -> dict:
     """The PostgreSQL target."""
     return ensure_service("postgres")
