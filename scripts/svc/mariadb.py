@@ -36,8 +36,9 @@ PROCESS_TZ = "Asia/Kolkata"
 class MariaDB(Service):
     """One mariadbd on a private loopback port with its own datadir."""
 
-    def __init__(self, name: str, server_id: int, source: bool):
+    def __init__(self, name: str, server_id: int, source: bool, extra: tuple[str, ...] = ()):
         self.name, self.server_id, self.source = name, server_id, source
+        self.extra = tuple(extra)  # more my.cnf lines, last (a later option overrides an earlier one)
 
     def install(self, ctx: Ctx) -> None:
         apt_install("mariadb-server", "mariadb-client")
@@ -77,6 +78,15 @@ class MariaDB(Service):
         tmp.rename(d / "client-cert.pem")  # last: its presence means the set is complete
         return d
 
+    @staticmethod
+    def _tmpdir(home: Path) -> Path:
+        """The server's own temporary folder: at start a server removes the ``#sql*`` files it
+        finds in its tmpdir, so a shared /tmp lost the temporary tables of another server starting
+        at the same time (a concurrent ``mariadb-install-db`` failed with "Unknown table")."""
+        d = home / "tmp"
+        d.mkdir(parents=True, exist_ok=True)
+        return d
+
     def _cnf(self, home: Path, port: int, with_tz: bool) -> Path:
         tls = self._tls(home)
         lines = [
@@ -86,6 +96,7 @@ class MariaDB(Service):
             f"socket={home / 'mysqld.sock'}",
             f"pid-file={home / 'mysqld.pid'}",
             f"log-error={home / 'error.log'}",
+            f"tmpdir={self._tmpdir(home)}",  # a server deletes every #sql* file in its tmpdir when it starts
             "bind-address=127.0.0.1",
             f"port={port}",
             "skip-name-resolve",
@@ -114,6 +125,7 @@ class MariaDB(Service):
             ]
         if with_tz:
             lines.append(f"default-time-zone={TIME_ZONE}")
+        lines += self.extra
         cnf = home / "my.cnf"
         cnf.write_text("\n".join(lines) + "\n")
         return cnf
@@ -132,7 +144,7 @@ class MariaDB(Service):
         if fresh:
             reset_dir(home / "data")
             (home / "binlog").mkdir(exist_ok=True)
-            run(["mariadb-install-db", "--user=root", f"--datadir={home / 'data'}",
+            run(["mariadb-install-db", "--user=root", f"--datadir={home / 'data'}", f"--tmpdir={self._tmpdir(home)}",
                  "--auth-root-authentication-method=normal", "--skip-test-db"], timeout=300)
         cnf = self._cnf(home, port, with_tz=not fresh)
         pid = self._launch(home, cnf)

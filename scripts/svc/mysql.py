@@ -25,8 +25,9 @@ from scripts.svc.mariadb import PROCESS_TZ, ROOT_PASSWORD, TIME_ZONE, MariaDB
 class MySQL(Service):
     """One mysqld of the sid tree on a private loopback port with its own datadir."""
 
-    def __init__(self, name: str, server_id: int, source: bool):
+    def __init__(self, name: str, server_id: int, source: bool, extra: tuple[str, ...] = ()):
         self.name, self.server_id, self.source = name, server_id, source
+        self.extra = tuple(extra)  # more [mysqld] lines, last (a later option overrides an earlier one)
 
     def install(self, ctx: Ctx) -> None:
         chroot.ensure()
@@ -56,7 +57,7 @@ class MySQL(Service):
         return run(cmd, env=env, timeout=120).stdout.strip()
 
     def options(self, home: Path, port: int, root: Path, with_tz: bool) -> list[str]:
-        """The ``[mysqld]`` options of this instance (a subclass or a test may add more)."""
+        """The ``[mysqld]`` options of this instance, ``extra`` last."""
         tls = MariaDB._tls(home)
         lines = [
             "user=root",
@@ -69,6 +70,7 @@ class MySQL(Service):
             f"pid-file={home / 'mysqld.pid'}",
             f"log-error={home / 'error.log'}",
             f"secure-file-priv={home / 'files'}",
+            f"tmpdir={MariaDB._tmpdir(home)}",
             "bind-address=127.0.0.1",
             f"port={port}",
             "mysqlx=OFF",  # the X plugin would listen on the fixed port 33060
@@ -101,7 +103,7 @@ class MySQL(Service):
             lines.append("skip-log-bin")
         if with_tz:
             lines.append(f"default-time-zone={TIME_ZONE}")
-        return lines
+        return lines + list(self.extra)
 
     def _cnf(self, home: Path, port: int, with_tz: bool) -> Path:
         cnf = home / "my.cnf"
