@@ -55,6 +55,9 @@ def get_spark(conf: SparkConfig, app_name: str = "sluice-sync", master: str | No
     user_opts = conf.conf.get(DRIVER_JAVA_OPTIONS)
     if not submitted and not _jvm_running():
         from pipeline.job.jvm import driver_java_options, merge_options, small_sql_conf
+        from pipeline.job.reaper import install
+
+        install()  # every exit path ends the JVM launched here, also one interrupted while it starts
 
         opts = merge_options(driver_java_options(small), user_opts)
         if opts:

@@ -19,9 +19,14 @@ the one before:
 
 A group whose round fails (target down, a partition that did not commit; nothing acked) is left
 out of the next rounds for a back-off that doubles from ``interval`` up to :data:`MAX_BACKOFF`
-seconds, then tried again (pre-flight first); the others go on. Rounds that did nothing write no
+seconds, then tried again (pre-flight first); the others go on. A group sitting out is an error of
+every round it sits out (``BackingOff``, with its last error: such a round is ``failed``), so
+``status``, the metrics and the report show it failing until it applies again, and the last
+success does not move meanwhile. Rounds that did nothing (besides groups sitting out) write no
 run-log line; metrics are refreshed for them at most every :data:`IDLE_METRICS_SECONDS` so that
-``sluice_last_success_timestamp_seconds`` keeps moving while the follower is healthy.
+``sluice_last_success_timestamp_seconds`` keeps moving while the follower is healthy. With
+``--rounds N`` the result (record, exit code) is that of the last round that did something, so
+a failed round is not hidden by an idle one after it.
 
 It ends on SIGTERM/SIGINT (exit 130): a round in progress is abandoned as ``sluice run``
 abandons it (nothing half-applied acked, the round recorded as interrupted), a wait between
@@ -61,6 +66,7 @@ class GroupState:
     checked: bool = False              # the pre-flight passed and nothing since calls for another
     failures: int = 0                  # failed rounds in a row
     next_try: float = 0.0              # monotonic time before which the group sits out
+    last_error: str | None = None      # the message of its last failure
 
 
 @dataclass
@@ -141,7 +147,8 @@ class Follower:
                           with_source_lag=self.with_source_lag, capture_fn=capture_fn, sync_fn=self.sync_fn,
                           load_fn=self._load, check_fn=self._check, record_idle=idle_metrics,
                           extra={"follow": {"id": self.follower_id, "round": self.rounds,
-                                            "interval": self.interval, "backoff": self._backoff_brief(due)}})
+                                            "interval": self.interval, "backoff": self._backoff_brief(due)}},
+                          held_off=self._held_off(due))
         if result.record["status"] != "nothing" or idle_metrics:
             self.last_metrics = self.clock()
         self._after(result.record, due)
@@ -155,6 +162,8 @@ class Follower:
             s = (rec.get("sync") or {}).get(g) or {}
             if g in failed or s.get("ok") is False:
                 st.failures += 1
+                st.last_error = next((e.get("message") for e in rec.get("errors") or () if e.get("group") == g),
+                                     s.get("note"))
                 st.checked = False
                 wait = min(MAX_BACKOFF, max(self.interval, 0.5) * 2 ** (st.failures - 1))
                 st.next_try = self.clock() + wait
@@ -163,7 +172,7 @@ class Follower:
             else:
                 if st.failures:
                     log.info("group recovered", group=g, after_failures=st.failures)
-                st.failures, st.next_try = 0, 0.0
+                st.failures, st.next_try, st.last_error = 0, 0.0, None
                 if s.get("ddl"):
                     st.checked = False
 
@@ -171,6 +180,11 @@ class Follower:
         now = self.clock()
         return {g: {"failures": st.failures, "retry_in_s": round(max(0.0, st.next_try - now), 1)}
                 for g, st in self.states.items() if g not in due}
+
+    def _held_off(self, due: list[str]) -> dict[str, dict[str, Any]]:
+        """The groups sitting out, with their last error (recorded as errors of the round)."""
+        brief = self._backoff_brief(due)
+        return {g: {**b, "error": self.states[g].last_error} for g, b in brief.items()}
 
     def more_pending(self, rec: dict[str, Any]) -> bool:
         """A due group still has pending batches after its round (``--max-batches`` cut it): go on at once."""
@@ -183,10 +197,13 @@ class Follower:
         log.info("following", source=self.cfg.source.name, groups=",".join(self.group_ids), interval=self.interval,
                  follower=self.follower_id)
         last: RunResult | None = None
+        active: RunResult | None = None  # the newest round that did something (applied, failed, ...)
         try:
             while max_rounds is None or self.rounds < max_rounds:
                 t0 = self.clock()
                 last = self.round()
+                if last.record.get("status") != "nothing":
+                    active = last
                 if last.exit_code == exitcodes.INTERRUPTED:
                     break
                 if self.spark is not None and not _alive(self.spark):
@@ -205,7 +222,7 @@ class Follower:
         finally:
             self.stop()
         assert last is not None
-        return last
+        return active or last  # --rounds N: a last idle round does not hide the work or failure before it
 
     def stop(self) -> None:
         """Stop the Spark session (cancels a job a SIGTERM left running)."""

@@ -87,14 +87,19 @@ def run_once(cfg: Config, *, groups: list[str] | None = None, spark_factory: Cal
              capture_fn: Callable[..., Any] | None = None, sync_fn: Callable[..., Any] | None = None,
              load_fn: Callable[[Config, str], Any] | None = None,
              check_fn: Callable[[Config, Any, ChangeLog], None] | None = None,
-             record_idle: bool = True, extra: dict[str, Any] | None = None) -> RunResult:
+             record_idle: bool = True, extra: dict[str, Any] | None = None,
+             held_off: dict[str, dict[str, Any]] | None = None) -> RunResult:
     """One scheduled run (see the module docstring). ``spark_factory(pending_rows)`` is called
     only when a group passed its checks and has pending batches; ``capture_fn``/``sync_fn`` replace
     run_capture/run_sync, ``load_fn``/``check_fn`` the group loading and pre-flight, in tests.
     ``sync_fn`` is called with the group's apply lock held (``locked=True``) and its ``plan``.
     ``groups``: None = every group of the config ([] = none: a capture-only round).
     ``record_idle=False``: a round with nothing to do writes no metrics and no run-log line
-    (``sluice run --follow`` between changes); ``extra`` is merged into the run record."""
+    (``sluice run --follow`` between changes); ``extra`` is merged into the run record.
+    ``held_off``: groups ``sluice run --follow`` leaves out of this round while they back off after
+    a failure (``{group: {"failures", "retry_in_s", "error"}}``): each is recorded as an error of
+    the run (type ``BackingOff``, with its last error), so the run is not a success while a group
+    is failing; a round that did nothing else counts as idle for ``record_idle``."""
     from pipeline.capture import run_capture
 
     capture_fn = capture_fn or run_capture
@@ -109,6 +114,10 @@ def run_once(cfg: Config, *, groups: list[str] | None = None, spark_factory: Cal
                            "source": cfg.source.name, "groups": group_ids, "status": None, "exit": None,
                            "capture": None, "sync": {}, "lag": {}, "errors": [], **(extra or {})}
     errors: list[dict[str, Any]] = rec["errors"]
+    held = {g: h for g, h in (held_off or {}).items() if g not in group_ids}
+    if held:
+        rec["groups"] = group_ids + list(held)
+        _record_held_off(store, rec, held)
     interrupted = False
     say = log.info if record_idle else log.debug  # --follow: a line per round only when it did something
     say("run starting", run=rec["run"], source=cfg.source.name, groups=",".join(group_ids), capture=capture)
@@ -152,14 +161,14 @@ def run_once(cfg: Config, *, groups: list[str] | None = None, spark_factory: Cal
                        "exit": EXIT_INTERRUPTED})
     except SluiceError as e:  # e.g. the store's batches cannot be listed
         errors.append(_error("run", e))
-    _finish_lag(cfg, rec, store, group_ids, with_source_lag)
+    _finish_lag(cfg, rec, store, rec["groups"], with_source_lag)
     rec["seconds"] = round(time.monotonic() - t0, 3)
     rec["finished"] = _iso(time.time())
     _decide(rec, interrupted, nothing_exit)
-    if rec["status"] == "nothing" and not record_idle:
+    if not record_idle and _idle(rec):
         say("run done", run=rec["run"], status=rec["status"], seconds=rec["seconds"])
         return RunResult(rec, rec["exit"])
-    if write_metrics:
+    if write_metrics and rec["status"] != "locked":  # refused: the metrics of the job holding the lock stand
         from .metrics import write_metrics as write
 
         try:
@@ -242,6 +251,31 @@ def _prepare_groups(cfg: Config, store: ChangeLog, plans: dict[str, Any],
             continue
         ready.append((g, plan, before))
     return ready
+
+
+def _record_held_off(store: ChangeLog, rec: dict[str, Any], held: dict[str, dict[str, Any]]) -> None:
+    """Groups sitting out a back-off: an error each (with the group's last error), and a sync
+    entry saying when it is tried again."""
+    for g, h in held.items():
+        n, wait = h.get("failures") or 0, h.get("retry_in_s")
+        rec["errors"].append({"stage": "sync", "group": g, "type": "BackingOff", "exit": EXIT_FAILED,
+                              "message": f"backing off after {n} failed round(s) in a row, tried again in "
+                                         f"{wait} s; last error: {h.get('error') or 'unknown'}"})
+        rec["sync"][g] = {"group": g, "ok": False, "batches": 0, "rows": None, "seconds": 0.0,
+                          "cursor": store.cursor(g), "failures": n, "retry_in_s": wait,
+                          "note": f"backing off after {n} failed round(s)"}
+
+
+def _idle(rec: dict[str, Any]) -> bool:
+    """Nothing captured, nothing applied and nothing failed in this run, apart from the groups
+    still sitting out a back-off (their failure was recorded by the round that failed)."""
+    if rec["status"] == "nothing":
+        return True
+    if rec["status"] != "failed" or any(e.get("type") != "BackingOff" for e in rec["errors"]):
+        return False
+    captured = (rec.get("capture") or {}).get("rows") or 0
+    pending = sum((s.get("pending_before") or {}).get("rows") or 0 for s in rec["sync"].values())
+    return captured == 0 and pending == 0
 
 
 def _busy_start(spark_factory: Callable[[int], Any] | None, store: ChangeLog, keep: int, kinds: list[str]

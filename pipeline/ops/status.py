@@ -215,7 +215,11 @@ def run_brief(rec: dict[str, Any] | None) -> dict[str, Any] | None:
 
 
 def _group_run(log: RunLog, group: str) -> dict[str, Any] | None:
-    rec = log.last(group)
+    """The group's newest run that ran it: a run refused because another job held the group's
+    lock (e.g. a cron ``sluice run`` next to ``run --follow``) did not run it, so it is the last
+    run only when no other was recorded."""
+    runs = [r for r in log.runs() if group in (r.get("groups") or ())]
+    rec = next((r for r in reversed(runs) if not _refused(r, group)), runs[-1] if runs else None)
     if rec is None:
         return None
     s = (rec.get("sync") or {}).get(group) or {}
@@ -223,6 +227,12 @@ def _group_run(log: RunLog, group: str) -> dict[str, Any] | None:
     return {"run": rec.get("run"), "finished": rec.get("finished"), "ok": not errors,
             "batches": s.get("batches"), "rows": s.get("rows"), "seconds": s.get("seconds"),
             "rows_per_s": s.get("rows_per_s"), "errors": errors}
+
+
+def _refused(rec: dict[str, Any], group: str) -> bool:
+    """Was ``group`` left out of this run because another job held a lock it needed?"""
+    errors = [e for e in rec.get("errors") or () if e.get("group") == group]
+    return bool(errors) and all(e.get("type") == "LockHeldError" for e in errors)
 
 
 def _iso(ts: float) -> str:

@@ -171,6 +171,10 @@ def test_restart_applies_everything_and_a_target_outage_is_held_then_applied_in_
         assert _sql(mariadb_target, tdb, "SELECT v FROM t WHERE id = 1") == [(1,)]
         failed = next(r for r in reversed(runs.runs()) if r.get("status") == "failed")
         assert failed["exit"] == 1 and any(e["group"] == "g1" for e in failed["errors"]), failed["errors"]
+        first = next(i for i, r in enumerate(runs.runs()) if r.get("status") == "failed")
+        assert all(r["status"] == "failed" for r in runs.runs()[first:]), "a round recorded ok while g1 failed"
+        st = json.loads(sluice("status", "--config", str(d["cfg"]), "--json", "--no-source").stdout)
+        assert st["groups"]["g1"]["last_run"]["ok"] is False and st["last_success_at"] < failed["started"]
         proxy.up()
         _wait(lambda: _rows(mariadb_target, tdb) == _rows(mariadb, db), 180,
               "the held changes to be applied after the target came back", f)
@@ -204,7 +208,42 @@ def test_follow_runs_under_spark_submit(dep, mariadb, mariadb_target):
     p = Background(cmd, d["tmp"] / "submit.log", env)
     code = p.wait(300)
     rec = [ln for ln in p.output(200000).splitlines() if ln.startswith('{"run"')]
-    assert code in (0, 4) and rec, p.output()
-    assert json.loads(rec[-1])["follow"]["round"] == 2
+    assert code == 0 and rec, p.output()  # the result of the last round that did something: it applied
+    last = json.loads(rec[-1])
+    assert last["status"] == "ok" and last["follow"]["round"] in (1, 2)
     assert _rows(mariadb_target, f"{d['db']}_copy") == _rows(mariadb, d["db"])
     assert store.status()["groups"]["g1"]["pending_rows"] == 0
+
+
+def _jvm_in(sid: int) -> bool:
+    for pid in _session(sid):
+        try:
+            if b"java" in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0]:
+                return True
+        except OSError:
+            continue
+    return False
+
+
+@pytest.mark.parametrize("follow", [True, False], ids=["follow", "run"])
+def test_sigterm_while_the_jvm_starts_leaves_no_process(dep, mariadb, follow):
+    """SIGTERM to ``sluice run [--follow]`` while its Spark JVM is starting (PySpark's gateway
+    launch in progress): it exits 130 and the JVM it started ends too (no process of its session
+    is left), and nothing is acked."""
+    d, store = dep, dep["store"]
+    _insert(mariadb, d["db"], 20000 + (0 if follow else 100), 10)
+    before = store.cursor("g1")
+    cmd = [sys.executable, "-m", "pipeline.cli", "--log-json", "run", "--config", str(d["cfg"]), "--json"]
+    f = Background(cmd + (["--follow", "--interval", "0.5"] if follow else []), d["tmp"] / f"jvm-{follow}.log",
+                   dict(os.environ, PYSPARK_PYTHON=sys.executable))
+    try:
+        _wait(lambda: _jvm_in(f.proc.pid), 120, "the Spark JVM to start", f)
+        os.kill(f.proc.pid, signal.SIGTERM)
+        code = f.wait(60)
+        assert code == 130, f.output()
+        _wait(lambda: not _session(f.proc.pid), 30, "the JVM and Python workers to end")
+    finally:
+        f.kill()
+        for pid in _session(f.proc.pid):  # what a failed run of this test leaves
+            os.kill(pid, signal.SIGKILL)
+    assert store.cursor("g1") == before

@@ -78,7 +78,8 @@ def test_one_session_idle_rounds_off_the_log_and_preflight_once(env):
     runs = RunLog(store.root).runs()
     assert [x["status"] for x in runs] == ["ok", "ok"], "idle rounds write no run-log line"
     assert [x["follow"]["round"] for x in runs] == [1, 4] and runs[0]["follow"]["id"] == f.follower_id
-    assert r.record["status"] == "nothing" and clock.t == pytest.approx(1005.0), "one round a second"
+    assert r.record["follow"]["round"] == 4 and r.exit_code == 0, "the last round that did something"
+    assert clock.t == pytest.approx(1005.0), "one round a second"
 
 
 def test_a_failing_group_backs_off_is_never_acked_and_is_checked_again(env):
@@ -93,8 +94,10 @@ def test_a_failing_group_backs_off_is_never_acked_and_is_checked_again(env):
     assert f.due() == ["g1", "g2"]
     f.round()                      # fails again: 2 s back-off
     assert f.states["g1"].failures == 2 and f.states["g1"].next_try == pytest.approx(clock.t + 2.0)
-    rec = f.round().record         # g1 sits out; the record says so
-    assert rec["groups"] == ["g2"] and rec["follow"]["backoff"]["g1"] == {"failures": 2, "retry_in_s": 2.0}
+    rec = f.round().record         # g1 sits out; the record says so, as an error of the round
+    assert rec["groups"] == ["g2", "g1"] and rec["follow"]["backoff"]["g1"] == {"failures": 2, "retry_in_s": 2.0}
+    assert rec["status"] == "failed" and [e["type"] for e in rec["errors"]] == ["BackingOff"]
+    assert "last error: 1 of 1 partitions failed" in rec["errors"][0]["message"]
     assert [g for g, _ in sync.calls].count("g1") == 2
     del sync.fail["g1"]            # the target is back
     clock.sleep(2.0)
@@ -148,3 +151,94 @@ def test_freshness_is_the_commit_time_of_the_newest_applied_row(env):
     assert gs["freshness_s"] == pytest.approx(100.0 - 0.001) and gs["caught_up"]
     text = prometheus_text({"source": "s1", "lag": {"groups": {"g1": gs}}})
     assert 'sluice_group_freshness_seconds{group="g1",source="s1"} 99.999' in text
+
+
+def test_a_group_backing_off_is_a_failure_in_status_metrics_and_the_last_success(env):
+    """Rounds in which a failing group sits out its back-off are not successes: the run log,
+    ``status`` and the metrics show the group failing with its last error, and the last success
+    stays at the last round in which every group applied or had nothing to do. Idle rounds of
+    a backing-off group are recorded at most every IDLE_METRICS_SECONDS (no run-log flood)."""
+    from pipeline.ops.status import deployment_status
+
+    cfg, store, tmp = env
+    clock = Clock()
+    sync = FakeSync(store)
+    f = _follower(cfg, store, clock, plan_rows={1: 2, 3: 1, 5: 1}, sync=sync)
+    f.round()                                      # both apply: a success
+    ok_at = RunLog(store.root).last_success()["finished"]
+    clock.sleep(1.0)
+    f.round()
+    sync.fail["g1"] = ApplyFailed("target down; no batch was acked")
+    for _ in range(40):                            # g1 fails, then backs off for 1, 2, 4, 8, 16 s...
+        clock.sleep(1.0)
+        f.round()
+    runs = RunLog(store.root).runs()
+    assert RunLog(store.root).last_success()["finished"] == ok_at
+    after = [r for r in runs if r["follow"]["round"] > 2]
+    assert after and all(r["status"] == "failed" for r in after)
+    held = [r for r in after if any(e["type"] == "BackingOff" for e in r["errors"])]
+    assert held and all("last error: target down" in e["message"] for r in held for e in r["errors"]
+                        if e["type"] == "BackingOff")
+    assert len(after) <= 2 + 40 // 15 + 3, "idle back-off rounds are recorded at most every 15 s"
+    st = deployment_status(cfg, with_source=False)
+    lr = st["groups"]["g1"]["last_run"]
+    assert lr["ok"] is False and "target down" in lr["errors"][0]["message"]
+    assert st["groups"]["g2"]["last_run"]["ok"] is True and st["last_success_at"] == ok_at
+    import json
+
+    m = json.loads((tmp / "m" / "s.json").read_text())
+    assert m["run"]["status"] == "failed" and m["last_success_at"] == ok_at
+    text = prometheus_text(m["run"], RunLog(store.root).last_success())
+    assert 'sluice_last_run_sync_success{group="g1",source="s1"} 0.0' in text
+    assert 'sluice_last_run_success{source="s1"} 0.0' in text
+    del sync.fail["g1"]
+    clock.sleep(MAX_BACKOFF)
+    f.round()
+    assert RunLog(store.root).runs()[-1]["status"] == "ok" and store.cursor("g1") == store.cursor("g2")
+
+
+def test_rounds_end_with_the_outcome_of_the_last_round_that_did_something(env):
+    """``--follow --rounds 2``: a failed round followed by an idle one exits 1, not 4 (nothing);
+    work followed by an idle round exits 0."""
+    cfg, store, _ = env
+    sync = FakeSync(store, fail={"g1": ApplyFailed("1 of 1 partitions failed; no batch was acked")})
+    f = _follower(cfg, store, Clock(), plan_rows={1: 2}, sync=sync)
+    r = f.run(max_rounds=2)
+    assert r.exit_code == 1 and r.record["status"] == "failed"
+    f = _follower(cfg, store, Clock(), plan_rows={1: 2}, sync=FakeSync(store))
+    r = f.run(max_rounds=3)
+    assert r.exit_code == 0 and r.record["status"] == "ok" and r.record["follow"]["round"] == 1
+    f = _follower(cfg, store, Clock(), sync=FakeSync(store))
+    assert f.run(max_rounds=2).exit_code == 4
+
+
+def test_a_run_refused_as_locked_is_not_the_groups_last_run(env):
+    """A cron ``sluice run`` refused because the follower held the group's lock: ``status`` shows
+    the follower's round as the group's last run, not "FAILED, nothing acked"; the refused run
+    writes no metrics over the follower's."""
+    import json
+
+    from pipeline.errors import LockHeldError
+    from pipeline.ops.run import run_once
+    from pipeline.ops.status import deployment_status
+
+    cfg, store, tmp = env
+    clock = Clock()
+    f = _follower(cfg, store, clock, plan_rows={1: 2})
+    f.round()
+    metrics = (tmp / "m" / "s.json").read_text()
+    _append(store, 1)
+    def capture(cfg, follow):  # as run_capture when another process holds the capture lock
+        raise LockHeldError("the capture lock is held by pid 1 (sluice run --follow)")
+    with store.apply_lock("g1"), store.apply_lock("g2"):
+        r = run_once(cfg, spark_factory=lambda rows: "SPARK", capture_fn=capture,
+                     sync_fn=FakeSync(store), load_fn=lambda cfg, g: g, check_fn=lambda *a: None,
+                     with_source_lag=False)
+    assert r.record["status"] == "locked" and r.exit_code == 3
+    st = deployment_status(cfg, with_source=False)
+    assert st["last_run"]["status"] == "locked"
+    for g in ("g1", "g2"):
+        lr = st["groups"][g]["last_run"]
+        assert lr["ok"] is True and lr["run"] == RunLog(store.root).runs()[0]["run"], lr
+    assert (tmp / "m" / "s.json").read_text() == metrics
+    assert json.loads(metrics)["run"]["status"] == "ok"
