@@ -23,6 +23,13 @@ class Secret:
         """The real value: pass it to a driver, never to a log."""
         return self._value
 
+    def utf8(self) -> bytes:
+        """The value as UTF-8 bytes: what a MySQL/MariaDB server hashed at ``CREATE USER ... IDENTIFIED
+        BY`` from a utf8mb4 session, and what the ``mariadb`` client sends. Drivers get these bytes,
+        not the text: pymysql encodes a ``str`` password as Latin-1, so ``ü`` arrived as another byte
+        string (access denied) and ``€`` could not be sent at all."""
+        return self._value.encode("utf-8")
+
     def __repr__(self) -> str:
         return "Secret('***')" if self._value else "Secret('')"
 

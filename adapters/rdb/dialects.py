@@ -148,6 +148,8 @@ def connect_args(target: RdbTarget) -> dict[str, Any]:
     tls = target.tls
     if target.dialect in ("mysql", "mariadb"):
         args.update(charset="utf8mb4", binary_prefix=True, connect_timeout=10)
+        if target.password.reveal():  # UTF-8, as the server hashed it (pymysql would send Latin-1)
+            args["password"] = target.password.utf8()
         if tls.mode == "disable":
             args["ssl_disabled"] = True
         elif tls.mode != "prefer" or tls.ca or tls.cert:

@@ -33,8 +33,9 @@ HINT = "check source.host/port/user/password in the config and that the server i
 
 def params(host: str, port: int, user: str, password: Secret, connect_timeout: float,
            ssl: Mapping[str, Any] | None) -> dict[str, Any]:
-    """pymysql's arguments for a server: address, credentials, connect timeout and TLS (if any)."""
-    kw: dict[str, Any] = {"host": host, "port": port, "user": user, "password": password.reveal(),
+    """pymysql's arguments for a server: address, credentials, connect timeout and TLS (if any).
+    The password goes as its UTF-8 bytes (:meth:`Secret.utf8`: pymysql would send a ``str`` as Latin-1)."""
+    kw: dict[str, Any] = {"host": host, "port": port, "user": user, "password": password.utf8(),
                           "connect_timeout": connect_timeout}
     if ssl:
         kw["ssl"] = dict(ssl)
