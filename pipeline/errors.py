@@ -49,6 +49,10 @@ class SourceError(SluiceError):
     """The binlog source is unreachable, misconfigured or cannot serve the position."""
 
 
+class GrantError(SourceError):
+    """The source user lacks a privilege; the message names it and the GRANT that gives it."""
+
+
 class PositionError(SourceError):
     """The stored start position is purged or unknown on the server."""
 

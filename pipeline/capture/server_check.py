@@ -8,17 +8,23 @@ payloads and would silently drop them). Each refusal names the setting and the f
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import pymysql
 
 from pipeline.config import SourceConfig
-from pipeline.errors import PositionError, SourceError
-from pipeline.source.connect import connect
+from pipeline.errors import GrantError, PositionError, SourceError
+from pipeline.source.connect import connect, error_code
 
 from .position import Position
 
+#: ER_SPECIFIC_ACCESS_DENIED_ERROR: the statement needs a global privilege the user lacks
+PRIVILEGE_DENIED = frozenset({1227})
+#: what capture asks the server for its binlog's position, and the grant that allows it (on
+#: MariaDB 10.5+ REPLICATION CLIENT is another name of BINLOG MONITOR: one GRANT works on both)
+BINLOG_POSITION_GRANT = "REPLICATION CLIENT"
 CHECKED_VARIABLES = (
     "log_bin", "binlog_format", "binlog_row_image", "binlog_row_metadata", "binlog_checksum",
     "binlog_transaction_compression", "binlog_row_value_options", "log_bin_compress",
@@ -94,12 +100,43 @@ def inspect_server(src: SourceConfig, conn: pymysql.connections.Connection | Non
             conn.close()
 
 
+def current_user(cur) -> str:
+    """The account the server authenticated, as a GRANT names it: ``'sluice'@'%'``."""
+    cur.execute("SELECT CURRENT_USER()")
+    user, _, host = str((cur.fetchone() or [""])[0]).rpartition("@")
+    return f"'{user}'@'{host}'"
+
+
+@contextmanager
+def needs_grant(cur, statement: str, grant: str, on: str = "*.*") -> Iterator[None]:
+    """Turn the server's "access denied" (by error code) for ``statement`` into a SourceError that
+    names the grant and the GRANT statement that gives it."""
+    try:
+        yield
+    except pymysql.err.OperationalError as e:
+        if error_code(e) not in PRIVILEGE_DENIED:
+            raise
+        who = current_user(cur)
+        raise GrantError(f"the source user {who} may not run {statement}: it lacks the {grant} privilege "
+                          f"(server: {e.args[-1]})",
+                          hint=f"GRANT {grant} ON {on} TO {who}; (the capture user needs REPLICATION SLAVE, "
+                          "REPLICATION CLIENT, and SELECT on the mapped databases: docs/config.md)") from None
+
+
+def binary_logs(cur) -> dict[str, int]:
+    """``SHOW BINARY LOGS``: each binlog file and its size (a missing grant named)."""
+    with needs_grant(cur, "SHOW BINARY LOGS", BINLOG_POSITION_GRANT):
+        cur.execute("SHOW BINARY LOGS")
+    return {str(r[0]): int(r[1]) for r in cur.fetchall()}
+
+
 def master_status(cur) -> tuple:
     """The row of ``SHOW BINARY LOG STATUS`` (``SHOW MASTER STATUS`` on older servers)."""
-    try:
-        cur.execute("SHOW BINARY LOG STATUS")
-    except pymysql.err.ProgrammingError:
-        cur.execute("SHOW MASTER STATUS")
+    with needs_grant(cur, "SHOW MASTER STATUS", BINLOG_POSITION_GRANT):
+        try:
+            cur.execute("SHOW BINARY LOG STATUS")
+        except pymysql.err.ProgrammingError:
+            cur.execute("SHOW MASTER STATUS")
     row = cur.fetchone()
     if not row:
         raise SourceError("the source has no binary log (SHOW MASTER STATUS is empty)",
@@ -135,8 +172,7 @@ def validate_start(conn: pymysql.connections.Connection, flavor: str, start: Pos
     fix = ("take a new snapshot of the targets and set a new start position; capture never jumps to the "
            "current position by itself")
     with conn.cursor() as cur:
-        cur.execute("SHOW BINARY LOGS")
-        files = {str(r[0]): int(r[1]) for r in cur.fetchall()}
+        files = binary_logs(cur)
         if start.logfile not in files:
             oldest = min(files) if files else "none"
             raise PositionError(f"the start position {start.text()} is not on the source: binlog {start.logfile} "

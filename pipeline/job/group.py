@@ -12,7 +12,7 @@ import pymysql
 
 from adapters.registry import key_rules, kind_of, make_writer, target_from_adapter
 from pipeline.config import Config
-from pipeline.errors import ConfigError, SourceError
+from pipeline.errors import ConfigError, GrantError, SourceError
 from pipeline.job import checked
 from pipeline.job.cascades import SourceFk, expected_cascades, read_source_fks
 from pipeline.job.keyfold import KeyPlan
@@ -64,7 +64,7 @@ class GroupPlan:
         try:
             fks = check_against_source(self.config, self.mappings)
         except SourceError as e:
-            if store is None:
+            if store is None or isinstance(e, GrantError):  # a missing grant is no outage: fix it first
                 raise
             missing = checked.unchecked(store.root, self.config, db)
             if missing:
@@ -173,11 +173,13 @@ def check_against_source(cfg: Config, mappings: tuple[Mapping, ...], conn: Any =
                 spec = m.spec
                 tables = [spec.table] if not spec.mirrorDb else _tables(cur, spec.database)
                 if spec.mirrorDb and not tables:
+                    _readable(cur, m, spec.database, None)
                     raise ConfigError(m.file, "dbMapping.database",
                                       f"source database {spec.database!r} has no tables (or does not exist)")
                 for t in tables:
                     cols, pk = _columns(cur, spec.database, t)
                     if not cols:
+                        _readable(cur, m, spec.database, t)
                         raise ConfigError(m.file, "dbMapping.table",
                                           f"source table {spec.database}.{t} does not exist on "
                                           f"{s.host}:{s.port}")
@@ -188,6 +190,36 @@ def check_against_source(cfg: Config, mappings: tuple[Mapping, ...], conn: Any =
     finally:
         if own:
             conn.close()
+
+
+#: the server would not show this user a table (SELECT command denied, 1142) or a database
+#: (access denied, 1044); it may well exist: information_schema hides what a user may not read
+NOT_GRANTED = frozenset({1142, 1044})
+
+
+def _readable(cur, m: Mapping, database: str, table: str | None) -> None:
+    """A table (or database) information_schema does not show: GrantError naming the grant when the
+    server says the user may not read it; back (it is missing) when it says it does not exist."""
+    from pipeline.capture.server_check import current_user
+    from pipeline.source.connect import error_code
+    from pipeline.source.mysqltypes import quote_ident
+
+    name = f"{database}.{table}" if table else database
+    probe = (f"SELECT 1 FROM {quote_ident(database)}.{quote_ident(table)} LIMIT 0" if table
+             else f"SHOW TABLES FROM {quote_ident(database)}")
+    try:
+        cur.execute(probe)
+        cur.fetchall()
+        return
+    except pymysql.MySQLError as e:
+        if error_code(e) not in NOT_GRANTED:
+            return  # no such table (1146) or database (1049)
+        server = e.args[-1]
+    who = current_user(cur)
+    key = "dbMapping.table" if table else "dbMapping.database"
+    raise GrantError(f"{m.file}: {key}: the source user {who} may not read {'table' if table else 'database'} "
+                     f"{name}, so the mapping cannot be checked against it (server: {server})",
+                     hint=f"GRANT SELECT ON {quote_ident(database)}.* TO {who};")
 
 
 def _tables(cur, database: str) -> list[str]:

@@ -101,15 +101,14 @@ def binlog_behind(stored: dict[str, Any] | None, end: tuple[str, int], logs: lis
 
 def source_end(cfg: Config) -> tuple[tuple[str, int], list[tuple[str, int]]]:
     """The server's current binlog end and its binlog files with sizes."""
-    from pipeline.capture.server_check import master_status
+    from pipeline.capture.server_check import binary_logs, master_status
     from pipeline.source.connect import connect
 
     conn = connect(cfg.source)
     try:
         with conn.cursor() as cur:
             row = master_status(cur)
-            cur.execute("SHOW BINARY LOGS")
-            logs = [(r[0], int(r[1])) for r in cur.fetchall()]
+            logs = list(binary_logs(cur).items())
         return (row[0], int(row[1])), logs
     finally:
         conn.close()

@@ -8,6 +8,8 @@ import uuid
 
 import pytest
 
+from pipeline import exitcodes
+from tests.support.cli import one_message
 from tests.support.operator import make, sql
 
 
@@ -56,3 +58,51 @@ def test_non_ascii_passwords_log_in_to_source_and_target(tmp_path, mariadb, mari
     assert d.rows() == [(1, "ä€"), (2, "b")]
     proc = d.ok("verify")
     assert "all equal (exit 0)" in proc.stdout
+
+
+def _fix(proc) -> str:
+    """The statement of the ``fix:`` line (up to its ``;``)."""
+    line = next(ln for ln in proc.stderr.splitlines() if ln.strip().startswith("fix:"))
+    return line.split("fix:", 1)[1].split(";")[0].strip()
+
+
+def test_a_missing_replication_client_grant_is_named_and_the_grant_fixes_it(tmp_path, mariadb, mariadb_target,
+                                                                            users):
+    d = make(tmp_path, mariadb, mariadb_target)
+    user = users(mariadb, "pw-op", "REPLICATION SLAVE ON *.*", f"SELECT ON `{d.db}`.*")
+    _login(d, user, "pw-op", mariadb_target["user"], mariadb_target["password"])
+    d.source(f"INSERT INTO `{d.db}`.t VALUES (1, 'a')")
+
+    refused = d.run("capture", "--once")
+    one_message(refused, exitcodes.FAILED, f"the source user '{user}'@'%' may not run SHOW ", "it lacks the "
+                "REPLICATION CLIENT privilege", f"fix: GRANT REPLICATION CLIENT ON *.* TO '{user}'@'%';")
+    proc = d.run("run")
+    assert proc.returncode == exitcodes.FAILED and "Traceback" not in proc.stdout + proc.stderr
+    assert "error (capture): the source user" in proc.stdout and "OperationalError" not in proc.stdout
+    assert "lag: capture lag unknown (the source user" in proc.stdout
+    proc = d.run("status")
+    assert proc.returncode == 0 and "lag       unknown: the source is unreachable: the source user" in proc.stdout
+
+    sql(mariadb, _fix(refused))  # follow the fix line
+    d.ok("run")
+    assert d.rows() == [(1, "a")]
+
+
+def test_a_missing_select_grant_is_named_not_called_a_missing_table(tmp_path, mariadb, mariadb_target, users):
+    d = make(tmp_path, mariadb, mariadb_target)
+    user = users(mariadb, "pw-op", "REPLICATION SLAVE, REPLICATION CLIENT ON *.*")
+    _login(d, user, "pw-op", mariadb_target["user"], mariadb_target["password"])
+    d.source(f"INSERT INTO `{d.db}`.t VALUES (1, 'a')")
+    d.ok("capture", "--once")  # capture reads the binlog: no SELECT needed
+
+    refused = d.run("sync", "--group", "g1")
+    one_message(refused, exitcodes.FAILED, f"mappings/t.yml: dbMapping.table: the source user '{user}'@'%' may not "
+                f"read table {d.db}.t", f"fix: GRANT SELECT ON `{d.db}`.* TO '{user}'@'%';")
+    assert "does not exist" not in refused.stderr
+    proc = d.run("run")
+    assert proc.returncode == exitcodes.FAILED and f"may not read table {d.db}.t" in proc.stdout
+    assert d.rows() == []
+
+    sql(mariadb, _fix(refused))
+    d.ok("sync", "--group", "g1")
+    assert d.rows() == [(1, "a")]
