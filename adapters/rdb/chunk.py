@@ -20,14 +20,20 @@ from sqlalchemy.exc import DBAPIError
 
 from adapters.base import ApplyStats, Change
 from adapters.rdb import literals
+from adapters.rdb.client import packet_limit
 from adapters.rdb.config import RdbTarget
 from adapters.rdb.dialects import Dialect
-from adapters.rdb.errors import classify, format_key, is_transient, row_error
+from adapters.rdb.errors import classify, format_key, is_transient, packet_error, packet_limit_error, row_error
 from adapters.rdb.plan import Plan
 from adapters.rdb.statements import Sql, is_lob
 from pipeline.errors import TargetError
 
 MAX_ROWS = 1000  # rows per multi-row statement
+#: a MySQL target whose max_allowed_packet is below this cuts every table's statements by bytes
+#: (else only tables with BLOB/TEXT columns: the row sizes cost time to add up)
+SMALL_PACKET = 1 << 20
+#: bytes of a statement besides its rows' values (the INSERT head, commas, parentheses)
+STATEMENT_SLACK = 4096
 
 
 def _flat(rows: list[tuple]) -> tuple:
@@ -180,10 +186,15 @@ class ChunkApply:
         """``(start, end)`` slices: at most MAX_ROWS rows, the dialect's parameter limit and (MySQL,
         when a column may be large) the statement byte budget (``row_size``: the bytes of one row)."""
         per = max(1, min(MAX_ROWS, self.dialect.max_params // max(width, 1)))
-        big = self.dialect.family == "mysql" and any(is_lob(plan.info.columns[t]) for t in plan.tgt)
+        limit = packet_limit(self.target) if self.dialect.family == "mysql" else None
+        big = self.dialect.family == "mysql" and (any(is_lob(plan.info.columns[t]) for t in plan.tgt)
+                                                  or (limit is not None and limit < SMALL_PACKET))
         if not big:
             return [(i, min(i + per, len(rows))) for i in range(0, len(rows), per)]
-        out, start, size, budget = [], 0, 0, self.target.max_statement_bytes
+        budget = self.target.max_statement_bytes
+        if limit is not None:  # row_size over-counts: statements of several rows stay under the limit
+            budget = max(1, min(budget, limit - STATEMENT_SLACK))
+        out, start, size = [], 0, 0
         for i, r in enumerate(rows):
             s = row_size(r)
             if i > start and (i - start >= per or size + s > budget):
@@ -195,8 +206,10 @@ class ChunkApply:
         return out
 
 
-    def fail(self, e: BaseException, plan: Plan, action: str, key: Any, hint: str | None = None):
-        err = classify(e, self.target, table=plan.info.label, action=action, key=key, hint=hint)
+    def fail(self, e: BaseException, plan: Plan, action: str, key: Any, hint: str | None = None, rows: int = 1):
+        """The error of a failed statement of ``rows`` rows (``key``: the row's key, or a span)."""
+        err = packet_error(e, self.target, table=plan.info.label, action=action, key=key, rows=rows) \
+            or classify(e, self.target, table=plan.info.label, action=action, key=key, hint=hint)
         err.table, err.key = plan.source, key if isinstance(key, str) else format_key(key)
         return err
 
@@ -205,13 +218,15 @@ class ChunkApply:
                action: str) -> TargetError:
         """After a multi-row statement failed: find the row that fails alone (MySQL/SQLite keep the
         transaction usable after a failed statement; PostgreSQL does not, so it names the span)."""
+        if packet_limit_error(e, self.target) is not None:  # the server closed the connection
+            return self.fail(e, plan, action, _span(plan, changes), rows=len(changes))
         if self.dialect.family != "postgresql" and len(changes) > 1 and not self.is_transient(e):
             for c, p in zip(changes, params, strict=True):
                 try:
                     self.exec(one_sql, p)
                 except DBAPIError as e1:
                     return self.fail(e1, plan, action, plan.key_of(c))
-        return self.fail(e, plan, action, _span(plan, changes))
+        return self.fail(e, plan, action, _span(plan, changes), rows=len(changes))
 
 
     # -- INSERT ------------------------------------------------------------------------------------
@@ -283,7 +298,8 @@ class ChunkApply:
             return
         except DBAPIError as e:
             if not self.dialect.is_unique_violation(e.orig):
-                raise self.fail(e, plan, "insert into", _span(plan, [changes[i] for i in keep])) from None
+                raise self.fail(e, plan, "insert into", _span(plan, [changes[i] for i in keep]),
+                                rows=len(keep)) from None
         one = sql.insert(plan.info, plan.tgt, 1)
         for i in keep:
             try:
@@ -362,7 +378,8 @@ class ChunkApply:
             try:
                 self.exec(self.sql.delete_in(plan.info, plan.key_tgt, len(part)), _flat(part))
             except DBAPIError as e:
-                raise self.fail(e, plan, "delete (upsert) from", _span(plan, changes[a:a + per])) from None
+                raise self.fail(e, plan, "delete (upsert) from", _span(plan, changes[a:a + per]),
+                                rows=len(part)) from None
 
 
     # -- UPDATE ------------------------------------------------------------------------------------
@@ -503,7 +520,7 @@ class ChunkApply:
             try:
                 n = self.exec(self.sql.delete_in(plan.info, plan.key_tgt, len(part)), _flat(part)).rowcount
             except DBAPIError as e:
-                raise self.fail(e, plan, "delete from", _span(plan, changes[a:a + per])) from None
+                raise self.fail(e, plan, "delete from", _span(plan, changes[a:a + per]), rows=len(part)) from None
             self.count("deleted", plan, n)
             self.count_missed(plan, len(part) - n)
 

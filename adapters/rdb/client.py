@@ -12,7 +12,14 @@ from adapters.rdb.dialects import connect_args, dialect_of
 from pipeline.logs import register_secret
 
 _engines: dict[RdbTarget, Engine] = {}
+_packets: dict[RdbTarget, int] = {}
 _lock = threading.Lock()
+
+
+def packet_limit(target: RdbTarget) -> int | None:
+    """The MySQL/MariaDB target's ``max_allowed_packet`` as its newest connection read it (None:
+    not a MySQL target, or no connection yet). A statement longer than this is refused whole."""
+    return _packets.get(target)
 
 
 def engine_for(target: RdbTarget) -> Engine:
@@ -30,7 +37,8 @@ def _create(target: RdbTarget) -> Engine:
     if target.dialect != "sqlite":
         kw.update(pool_size=target.pool_size, max_overflow=target.pool_size, pool_recycle=1800)
     engine = create_engine(target.url(), **kw)
-    session_sql = dialect_of(target).session_sql
+    dialect = dialect_of(target)
+    session_sql = dialect.session_sql
 
     @event.listens_for(engine, "connect")
     def _session(dbapi_conn, _record) -> None:
@@ -40,6 +48,9 @@ def _create(target: RdbTarget) -> Engine:
         try:
             for stmt in session_sql:
                 cur.execute(stmt)
+            if dialect.family == "mysql":  # statements are cut to fit (adapters/rdb/chunk.py)
+                cur.execute("SELECT @@max_allowed_packet")
+                _packets[target] = int(cur.fetchone()[0])
         finally:
             cur.close()
         dbapi_conn.commit()

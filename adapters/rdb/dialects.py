@@ -27,6 +27,11 @@ MYSQL_TRANSIENT = frozenset({
     2002, 2003, 2006, 2013, 2055,  # CR_CONNECTION_ERROR, CR_CONN_HOST_ERROR, gone away, lost, lost (SSL)
     0,  # pymysql InterfaceError(0, ''): the connection was already closed
 })
+#: a statement larger than the server's max_allowed_packet: the server says so (ER_NET_PACKET_TOO_LARGE)
+#: and closes the connection, which the client often sees first, while it still writes (gone away,
+#: lost: :func:`adapters.rdb.errors.packet_limit_error` tells them from an outage by the statement's size)
+MYSQL_PACKET_TOO_LARGE = frozenset({1153})
+MYSQL_CONNECTION_LOST = frozenset({2006, 2013})
 MYSQL_FOREIGN_KEY = frozenset({1216, 1217, 1451, 1452})  # no referenced row / row is referenced
 MYSQL_AUTH = frozenset({1044, 1045, 1049, 1698})  # access denied, unknown database
 #: errors one row's data causes (a mapping's dead-letter store may take the row): NULL in a NOT

@@ -14,8 +14,9 @@ from typing import Any
 
 from sqlalchemy import exc as sa_exc
 
+from adapters.rdb.client import packet_limit
 from adapters.rdb.config import RdbTarget
-from adapters.rdb.dialects import Dialect, dialect_of
+from adapters.rdb.dialects import MYSQL_CONNECTION_LOST, MYSQL_PACKET_TOO_LARGE, Dialect, dialect_of
 from pipeline.errors import RowError, SluiceError, TargetError, TransientError
 
 
@@ -70,7 +71,7 @@ def classify(exc: BaseException, target: RdbTarget, *, table: str, action: str, 
     if isinstance(exc, SluiceError):
         return exc
     dialect = dialect_of(target)
-    where = f" key {format_key(key)}" if key is not None else ""
+    where = f" key {_key(key)}" if key is not None else ""
     message = _scrub(f"{action} {table}{where} on {target.label}: {db_text(exc, dialect)}", target)
     if is_transient(exc, dialect):
         return TransientError(message, hint=hint or "retried by the job; check the target if it persists")
@@ -79,6 +80,63 @@ def classify(exc: BaseException, target: RdbTarget, *, table: str, action: str, 
     #: a unique or foreign key refused the row: an ordered chunk tries again change by change
     err.conflict = dialect.is_unique_violation(orig) or dialect.is_fk_violation(orig)  # type: ignore[attr-defined]
     return err
+
+
+def statement_bytes(exc: BaseException) -> int:
+    """At least how many bytes the failed statement had: its text plus its string and bytes
+    parameters as they are (the driver's escaping only adds to them)."""
+    text = getattr(exc, "statement", None) or ""
+    size = len(text.encode("utf-8", "surrogateescape")) if isinstance(text, str) else len(text)
+    params = getattr(exc, "params", None)
+    stack = [params] if params is not None else []
+    while stack:
+        p = stack.pop()
+        if isinstance(p, str):
+            size += len(p.encode("utf-8", "surrogateescape"))
+        elif isinstance(p, (bytes, bytearray, memoryview)):
+            size += len(p)
+        elif isinstance(p, (list, tuple)):
+            stack.extend(p)
+        elif isinstance(p, dict):
+            stack.extend(p.values())
+    return size
+
+
+def packet_limit_error(exc: BaseException, target: RdbTarget) -> tuple[int, int] | None:
+    """``(statement bytes, max_allowed_packet)`` when ``exc`` is a MySQL/MariaDB target refusing a
+    statement longer than its ``max_allowed_packet`` (by code: 1153; or the connection closed, 2006 /
+    2013, under a statement longer than the limit the connection read), else None."""
+    dialect = dialect_of(target)
+    limit = packet_limit(target)
+    if dialect.family != "mysql" or limit is None:
+        return None
+    code = dialect.error_code(driver_error(exc))
+    size = statement_bytes(exc)
+    if code in MYSQL_PACKET_TOO_LARGE or (code in MYSQL_CONNECTION_LOST and size > limit):
+        return size, limit
+    return None
+
+
+def packet_error(exc: BaseException, target: RdbTarget, *, table: str, action: str, key: Any,
+                 rows: int) -> SluiceError | None:
+    """The error for a statement longer than the target's ``max_allowed_packet`` (None: it was not):
+    one row is a RowError naming the setting, the table and the key (a mapping's dead-letter store
+    may take it); several rows are cut anew when the chunk is tried again (TransientError: a new
+    connection reads the limit again)."""
+    found = packet_limit_error(exc, target)
+    if found is None:
+        return None
+    size, limit = found
+    where = f" key {_key(key)}" if rows == 1 else f" ({rows} rows)"
+    message = _scrub(f"{action} {table}{where} on {target.label}: the statement is at least {size} bytes, more "
+                     f"than the target's max_allowed_packet ({limit} bytes): {db_text(exc, dialect_of(target))}",
+                     target)
+    if rows > 1:
+        return TransientError(message, hint="retried with smaller statements")
+    want = 1 << max(size + 4096, 1).bit_length()
+    return RowError(message, hint=f"raise max_allowed_packet on the target (SET GLOBAL max_allowed_packet = {want}; "
+                    "and in its server config), then sync again; or set deadLetter: true in the mapping to set such "
+                    "rows aside (docs/deadletter.md)")
 
 
 def row_error(message: str, *, table: str, key: str, hint: str | None = None) -> RowError:
@@ -100,6 +158,11 @@ def connect_error(exc: BaseException, target: RdbTarget, *, preflight: bool = Fa
     if is_transient(exc, dialect):
         return TransientError(text)
     return TargetError(text)
+
+
+def _key(key: Any) -> str:
+    """A key for a message: a span or a key already formatted stays as it is."""
+    return key if isinstance(key, str) else format_key(key)
 
 
 def format_key(key: Any) -> str:
