@@ -44,6 +44,6 @@ def options(
     small: bool = typer.Option(False, "--small", help="Also C1-only JIT, for a run of at most spark.smallRows rows."),
 ) -> None:
     """Print the driver Java options, e.g. for spark-submit --driver-java-options "$(sluice jvm options)"."""
-    from pipeline.job.jvm import driver_java_options
+    from pipeline.job.jvm import driver_java_options, join_options
 
-    typer.echo(" ".join(driver_java_options(small, _home(spark_home))))
+    typer.echo(join_options(driver_java_options(small, _home(spark_home))))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 import zipfile
 from pathlib import Path
@@ -75,10 +76,11 @@ def package(out: str = typer.Option("dist", "--out", help="Output folder.")) -> 
     entry.write_text(ENTRY)
     shutil.copymode(__file__, entry)
     jars = _connector_jars(dest / "jars")
+    q = shlex.quote  # a folder with spaces: the printed command still runs as printed
     typer.echo(f"wrote {zpath} and {entry}; run:\n"
-               f"  spark-submit --master spark://HOST:7077 --py-files {zpath} "
-               + (f"--jars {','.join(jars)} " if jars else "")
-               + f"{entry} --config sluice.yml --group g1")
+               f"  spark-submit --master spark://HOST:7077 --py-files {q(str(zpath))} "
+               + (f"--jars {q(','.join(jars))} " if jars else "")
+               + f"{q(str(entry))} --config sluice.yml --group g1")
 
 
 def _connector_jars(dest: Path) -> list[str]:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -121,10 +122,17 @@ def small_sql_conf(small: bool) -> dict[str, str]:
     return dict(SMALL_SQL_CONF) if small and os.environ.get("SLUICE_JVM_SMALL", "1") != "0" else {}
 
 
+def join_options(opts: list[str]) -> str:
+    """Java options as one string Spark splits back into the same options (its launcher's
+    ``parseOptionString`` honours shell quoting): an archive in a folder with spaces stays one
+    option instead of becoming ``-XX:SharedArchiveFile=/opt/my`` and a main class ``apps/...``."""
+    return shlex.join(opts)
+
+
 def merge_options(ours: list[str], theirs: str | None) -> str:
     """Our options first, then the user's ``spark.driver.extraJavaOptions`` (the JVM takes the
     last of a repeated option, so the user's win)."""
-    return " ".join([*ours, *([theirs] if theirs else [])])
+    return " ".join([join_options(ours), *([theirs] if theirs else [])]).strip()
 
 
 #: the job the archive is made from: a session, the batch reader, the plan's kinds of
@@ -195,7 +203,7 @@ def build_archive(home: Path | None = None, *, force: bool = False, timeout: flo
             env["SPARK_HOME"] = str(home)
         repo = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = os.pathsep.join([repo, *filter(None, [env.get("PYTHONPATH")])])
-        opts = f"-XX:ArchiveClassesAtExit={dump} -Xlog:disable -Xlog:all=error:stderr"
+        opts = join_options([f"-XX:ArchiveClassesAtExit={dump}", "-Xlog:disable", "-Xlog:all=error:stderr"])
         t0 = time.monotonic()
         subprocess.run([sys.executable, "-c", _WORKLOAD, opts], env=env, check=True, timeout=timeout,
                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)

@@ -72,7 +72,26 @@ def get_spark(conf: SparkConfig, app_name: str = "sluice-sync", master: str | No
         builder = builder.config(DRIVER_JAVA_OPTIONS, user_opts)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("SLUICE_SPARK_LOG_LEVEL", "WARN"))
+    _quiet_loggers(spark)
     return spark
+
+
+#: Spark loggers whose warnings say nothing about a sync: reading one batch file whose path has an
+#: escaped glob character (a store in a folder named ``[x]``: pipeline/store/fsutil.py), Spark looks
+#: for a streaming sink's metadata under the escaped name and logs 90 lines of "does not exist"
+QUIET_LOGGERS = ("org.apache.spark.sql.execution.streaming.sinks.FileStreamSink",
+                 "org.apache.spark.sql.execution.streaming.FileStreamSink")
+
+
+def _quiet_loggers(spark: SparkSession) -> None:
+    """Set :data:`QUIET_LOGGERS` to ERROR (best effort: a session without log4j 2 keeps them)."""
+    try:
+        jvm = spark.sparkContext._jvm
+        level = jvm.org.apache.logging.log4j.Level.ERROR
+        for name in QUIET_LOGGERS:
+            jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(name, level)
+    except Exception:  # noqa: BLE001 - only quieter logs
+        pass
 
 
 #: the small-run settings this process gave its session (:func:`codegen_for_round`)

@@ -110,7 +110,7 @@ def _expand(item: str, base: Path) -> list[tuple[str, Path]]:
     absolute = os.path.isabs(item)
     if not _GLOB_CHARS & set(item):
         return [(item, Path(item) if absolute else base / item)]
-    pattern = item if absolute else str(base / item)
+    pattern = item if absolute else os.path.join(globlib.escape(str(base)), item)  # '[', '*' in the folder's name
     matches = sorted(p for p in globlib.glob(pattern, recursive=True) if os.path.isfile(p))
     if not matches:
         raise ConfigError(item, None, "no mapping file matches this pattern",

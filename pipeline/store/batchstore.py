@@ -24,7 +24,7 @@ from pipeline.errors import OutOfOrderAckError, StoreError
 
 from . import admin
 from .cursors import CursorFiles
-from .fsutil import not_writable, now_iso, publish, write_atomic, write_temp
+from .fsutil import not_writable, now_iso, publish, spark_file_path, write_atomic, write_temp
 from .locks import HeldLock, acquire
 from .meta import DATA_RE, META_RE, BatchMeta, data_name, meta_name, validate_group, validate_position
 from .verify import check_batch, encode_lines, encode_records
@@ -270,15 +270,17 @@ class BatchStore:
     def paths(self, batches: Iterable[BatchRef], *, uri: bool = False) -> list[str]:
         """Verified absolute data file paths, e.g. for ``spark.read.schema(s).json(paths)``.
 
-        With ``uri`` they are ``file://`` URIs, which Spark reads from the local (shared)
-        file system even when the cluster's default file system is HDFS.
+        With ``uri`` they are ``file://`` paths as Spark (Hadoop's ``Path``) takes them, which it reads
+        from the local (shared) file system even when the cluster's default file system is HDFS
+        (:func:`~pipeline.store.fsutil.spark_file_path`: a folder with spaces, non-ASCII letters or
+        ``[`` in its name is read as itself).
         """
         out = []
         for b in batches:
             meta = self._resolve(b)
             self.verify(meta, deep=False)  # size + sha256: the exact bytes append wrote
             path = self.batch_dir / meta.file
-            out.append(path.as_uri() if uri else str(path))
+            out.append(spark_file_path(path) if uri else str(path))
         return out
 
     # ---- consuming: get / ack / rollback / cursors ------------------------------------

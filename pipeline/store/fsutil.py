@@ -152,3 +152,16 @@ def _unlink_quiet(path: Path) -> None:
         os.unlink(path)
     except FileNotFoundError:
         pass
+
+
+#: characters Hadoop's glob reads as pattern syntax (Spark globs every path it is given to read)
+_GLOB = re.compile(r"([\\{}\[\]*?])")
+
+
+def spark_file_path(path: Path) -> str:
+    """A local file as Spark reads it: ``file://`` and the absolute path as it is. Not a
+    percent-encoded URI (``Path.as_uri()``): Hadoop's ``Path`` takes a string's ``%20`` as the
+    three characters, so a store in ``my dir`` was looked for in ``my%20dir`` and every sync failed
+    with 90 lines of Java stack. Glob characters are escaped with a backslash, which Hadoop's glob
+    reads as "this character itself"."""
+    return "file://" + _GLOB.sub(r"\\\1", str(Path(path).absolute()))
