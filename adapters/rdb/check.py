@@ -44,6 +44,7 @@ def check_schema(w: RdbWriter, schema: str | None, origin: str) -> None:
         where = f"{origin}: dbMapping.targetDb: " if origin else ""
         raise TargetMismatchError(f"{where}target database {schema} does not exist on {w.target.label}",
                                   hint=f"create it (CREATE DATABASE {schema}); mirrorDb then replays the tables' DDL")
+    check_triggers(w, schema, None, f"{origin}: dbMapping.targetDb: " if origin else "")
 
 
 def check_route(w: RdbWriter, route: RdbTable) -> None:
@@ -53,6 +54,7 @@ def check_route(w: RdbWriter, route: RdbTable) -> None:
         if not getattr(e, "missing_table", False):
             raise
         raise _fail(route, "targetTable", e.message, e.hint or "create it") from None
+    check_triggers(w, info.schema, info.name, f"{route.origin}: dbMapping.targetTable: " if route.origin else "")
     ci = route.case_insensitive
     wanted = [t for _, t in route.columns or ()] + [t for _, t in route.renames]
     for t in wanted:
@@ -73,6 +75,54 @@ def check_route(w: RdbWriter, route: RdbTable) -> None:
                     f"({', '.join(pk)}); replays could not skip rows that exist",
                     f"add PRIMARY KEY ({', '.join(pk)}) to the target")
 
+
+def check_triggers(w: RdbWriter, schema: str | None, table: str | None, where: str) -> None:
+    """Refuse target tables with triggers that fire for Sluice's writes (``table`` None: every table
+    of ``schema``, a mirror's). Sluice writes the rows the binlog describes, as a replica applying
+    row events does, which fires no trigger: a target trigger would change those rows, or write
+    rows the binlog carries already (the source's own triggers' effects are rows in it)."""
+    found = target_triggers(w.conn, w.dialect.family, schema, table)
+    if not found:
+        return
+    listed = "; ".join(f"{t} ({', '.join(names)})" for t, names in found.items())
+    if w.dialect.family == "postgresql":
+        fix = "; ".join(f"ALTER TABLE {t} DISABLE TRIGGER {n}" for t, names in found.items() for n in names)
+    elif w.dialect.family == "mysql":
+        fix = "; ".join(f"DROP TRIGGER {t.rsplit('.', 1)[0] + '.' if '.' in t else ''}{n}"
+                        for t, names in found.items() for n in names)
+    else:
+        fix = "; ".join(f"DROP TRIGGER {n}" for names in found.values() for n in names)
+    raise TargetMismatchError(
+        f"{where}target table(s) with triggers on {w.target.label}: {listed}; Sluice writes exactly the rows the "
+        "binlog carries (as a replica applying row events, which fires no trigger), and a trigger would change "
+        "them or write rows the binlog already holds", hint=f"{fix} (then run again)")
+
+
+def target_triggers(conn: Any, family: str, schema: str | None, table: str | None) -> dict[str, list[str]]:
+    """``{schema.table: [trigger, ...]}`` of the triggers that would fire for this connection's
+    INSERT/UPDATE/DELETE/TRUNCATE (PostgreSQL: enabled for the session's replication role;
+    foreign key triggers are internal and not listed)."""
+    if family == "mysql":
+        db = "%s" if schema is not None else "DATABASE()"
+        sql = ("SELECT EVENT_OBJECT_SCHEMA, EVENT_OBJECT_TABLE, TRIGGER_NAME FROM information_schema.TRIGGERS "
+               f"WHERE EVENT_OBJECT_SCHEMA = {db}" + (" AND EVENT_OBJECT_TABLE = %s" if table else "")
+               + " ORDER BY 2, ACTION_ORDER, 3")
+        params = (*((schema,) if schema is not None else ()), *((table,) if table else ()))
+    elif family == "postgresql":
+        sql = ("SELECT n.nspname, c.relname, t.tgname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "
+               "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE NOT t.tgisinternal AND t.tgenabled IN "
+               "('A', CASE WHEN current_setting('session_replication_role') = 'replica' THEN 'R' ELSE 'O' END) "
+               "AND n.nspname = " + ("%s" if schema is not None else "current_schema()")
+               + (" AND c.relname = %s" if table else "") + " ORDER BY 2, 3")
+        params = (*((schema,) if schema is not None else ()), *((table,) if table else ()))
+    else:
+        sql = "SELECT NULL, tbl_name, name FROM sqlite_master WHERE type = 'trigger'" + \
+              (" AND tbl_name = ?" if table else "") + " ORDER BY 2, 3"
+        params = (table,) if table else ()
+    out: dict[str, list[str]] = {}
+    for db, name, trigger in conn.exec_driver_sql(sql, params).fetchall():
+        out.setdefault(f"{db}.{name}" if db else name, []).append(trigger)
+    return out
 
 
 def _rule(rule: str) -> str:

@@ -129,13 +129,29 @@ class ChunkApply:
             return self.each_segment(plan, run, rows, lambda cs, rs: self.insert(plan, cs, rs))
         if first.kind == "UPSERT":  # full loads (sluice etl/bootstrap): insert or overwrite by key
             return self.upsert(plan, run, self.rows(plan, run))
-        if plan.key_pos and first.old and any(plan.src[i] in first.old for i in plan.key_pos):
-            for c in run:  # a key change in an ordered group: one UPDATE (cascades act as at the source)
-                self.update_key(plan, c)
+        run = [c for c in run if not plan.changes_nothing(c)]
+        if not run:
             return
-        sets = plan.set_columns(first)
+        if plan.key_pos and any(plan.changes_key(c) for c in run):
+            i = 0
+            while i < len(run):  # in order: key changes one by one, the UPDATEs between them set-based
+                if plan.changes_key(run[i]):  # an ordered group's key change: one UPDATE (cascades act)
+                    self.update_key(plan, run[i])
+                    i += 1
+                    continue
+                j = i + 1
+                while j < len(run) and not plan.changes_key(run[j]):
+                    j += 1
+                self.update_run(plan, run[i:j])
+                i = j
+            return
+        self.update_run(plan, run)
+
+    def update_run(self, plan: Plan, run: list[Change]) -> None:
+        """UPDATEs that keep their key: each sets every mapped column of its after-image."""
+        sets = plan.set_columns(run[0])
         if not sets:
-            return  # no mapped column changed
+            return  # every mapped column is a key column
         if not plan.key_pos:
             for c in run:
                 self.keyless(plan, c, sets)
@@ -492,15 +508,15 @@ class ChunkApply:
 
 
     def update_key(self, plan: Plan, change: Change) -> None:
-        """One key-changing UPDATE (ordered groups): ``SET`` the changed columns, key included,
-        ``WHERE`` the key is the before-image's."""
+        """One key-changing UPDATE (ordered groups): ``SET`` the after-image (the changed key columns
+        and every other mapped column), ``WHERE`` the key is the before-image's."""
         try:
             after = plan.image(change.data)
             before = plan.image({**change.data, **change.old})
         except (ValueError, TypeError, OverflowError, UnicodeError):
             self.rows(plan, [change])  # raises the error naming the row and column
             raise
-        sets = tuple(i for i, s in enumerate(plan.src) if s in change.old)
+        sets = plan.set_columns(change)
         stmt = self.sql.update_row(plan.info, plan.key_tgt, tuple(plan.tgt[i] for i in sets))
         args = tuple(after[i] for i in sets) + tuple(before[i] for i in plan.key_pos)
         try:

@@ -75,11 +75,22 @@ class Plan:
         return {c: change.data.get(c) for c in cols}
 
     def set_columns(self, change: Change) -> tuple[int, ...]:
-        """Positions of the columns an UPDATE sets: the mapped changed ones, else all non-key."""
+        """Positions of the columns an UPDATE sets: every mapped column of the after-image (the
+        Dml's ``data``, which holds exactly the columns the row image carries) except key columns
+        the UPDATE did not change. Setting the unchanged ones too keeps the target's own ``ON UPDATE``
+        clauses from stamping values the source did not write (docs/rdb.md, "What an UPDATE sets")."""
+        old = change.old or {}
         keys = set(self.key_pos)
-        if change.old:
-            return tuple(i for i, s in enumerate(self.src) if s in change.old and i not in keys)
-        return tuple(i for i in range(len(self.src)) if i not in keys)
+        return tuple(i for i, s in enumerate(self.src) if i not in keys or s in old)
+
+    def changes_nothing(self, change: Change) -> bool:
+        """An UPDATE whose before-image differs only in columns this plan does not write (the
+        target row already holds its after-image): nothing to apply."""
+        return bool(change.old) and not any(s in change.old for s in self.src)
+
+    def changes_key(self, change: Change) -> bool:
+        """An UPDATE that changes a key column (applied as one key-changing UPDATE)."""
+        return bool(self.key_pos and change.old) and any(self.src[i] in change.old for i in self.key_pos)
 
 
 def _getter(cols: tuple[str, ...]):

@@ -73,7 +73,7 @@ class Sequencer:
                 key = (c.database, c.table, *(c.data.get(s) for s in plan.key_src))
                 level = seen[key]
                 seen[key] = level + 1
-                order.append((level, rank, c.database, c.table, tuple(c.data), tuple(c.old or ()), i))
+                order.append((level, rank, c.database, c.table, tuple(c.data), i))
         except TargetError:
             return changes  # applying in the given order reports it
         order.sort()
@@ -164,5 +164,5 @@ class Sequencer:
 def _one_run(changes: list[Change]) -> bool:
     """All of one kind, table and shape already (a bulk insert or update): nothing to regroup."""
     c = changes[0]
-    shape = (c.kind, c.database, c.table, c.data.keys(), (c.old or {}).keys())
-    return all((d.kind, d.database, d.table, d.data.keys(), (d.old or {}).keys()) == shape for d in changes)
+    shape = (c.kind, c.database, c.table, c.data.keys())
+    return all((d.kind, d.database, d.table, d.data.keys()) == shape for d in changes)

@@ -1,7 +1,8 @@
 """The RDB :class:`Writer`: one pooled connection, one transaction per chunk, set-based runs.
 
 ``apply`` cuts the chunk into runs (consecutive changes of one kind, table and column
-shape; for UPDATE also the same changed columns) and applies each run with multi-row
+shape: an UPDATE sets every mapped column of its after-image, so one shape is one statement
+shape) and applies each run with multi-row
 statements (:class:`adapters.rdb.chunk.ChunkApply`, built per run from the open connection).
 Per-key order holds because runs are applied in order and an UPDATE statement never holds
 the same key twice.
@@ -242,13 +243,10 @@ def _run_end(changes: list[Change], i: int) -> int:
     if c.kind == "TRUNCATE":
         return i + 1
     kind, db, table, keys = c.kind, c.database, c.table, c.data.keys()
-    old = (c.old or {}).keys()
     j, n = i + 1, len(changes)
     while j < n:
         d = changes[j]
         if d.kind != kind or d.table != table or d.database != db or d.data.keys() != keys:
-            break
-        if kind == "UPDATE" and (d.old or {}).keys() != old:
             break
         j += 1
     return j

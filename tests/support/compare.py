@@ -43,13 +43,21 @@ def diff_databases(src: dict[str, Any], sdb: str, dst: dict[str, Any], ddb: str)
     return out
 
 
-def _text_rows_mariadb(info: dict[str, Any], database: str, table: str) -> tuple[list[str], list[tuple]]:
+_TIMES = ("datetime", "timestamp")
+
+
+def _text_rows_mariadb(info: dict[str, Any], database: str, table: str
+                       ) -> tuple[list[tuple[str, str]], list[tuple]]:
+    """``[(column, data type)]`` and every row as text (DATETIME/TIMESTAMP with microseconds, in UTC)."""
     conn = pymysql.connect(host=info["host"], port=int(info["port"]), user=info["user"],
                            password=info["password"], charset="utf8mb4")
     try:
-        cols = [r[0] for r in _rows(conn, "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA="
-                                          f"'{database}' AND TABLE_NAME='{table}' ORDER BY ORDINAL_POSITION")]
-        text = ", ".join(f"CAST(`{c}` AS CHAR)" for c in cols)
+        cols = [(r[0], r[1]) for r in _rows(conn, "SELECT COLUMN_NAME, DATA_TYPE FROM information_schema.COLUMNS "
+                                                  f"WHERE TABLE_SCHEMA='{database}' AND TABLE_NAME='{table}' "
+                                                  "ORDER BY ORDINAL_POSITION")]
+        text = ", ".join(f"DATE_FORMAT(`{c}`, '%Y-%m-%d %H:%i:%s.%f')" if t in _TIMES else f"CAST(`{c}` AS CHAR)"
+                         for c, t in cols)
+        _rows(conn, "SET time_zone = '+00:00'")
         return cols, _rows(conn, f"SELECT {text} FROM `{database}`.`{table}`")
     finally:
         conn.close()
@@ -57,15 +65,18 @@ def _text_rows_mariadb(info: dict[str, Any], database: str, table: str) -> tuple
 
 def pg_diff(src: dict[str, Any], sdb: str, pg: dict[str, Any], schema: str) -> dict[str, int]:
     """{table: differing rows} between a MariaDB database and a PostgreSQL schema holding the same
-    tables and columns, comparing every value as text (exact strings: case, accents, spaces)."""
+    tables and columns, comparing every value as text (exact strings: case, accents, spaces;
+    DATETIME/TIMESTAMP to the microsecond, in UTC)."""
     import psycopg
 
     out = {}
     with psycopg.connect(host=pg["host"], port=pg["port"], user=pg["user"], password=pg["password"],
                          dbname=pg["database"], autocommit=True) as c:
+        c.execute("SET TimeZone = 'UTC'")
         for t in tables_of(src, sdb):
             cols, a = _text_rows_mariadb(src, sdb, t)
-            text = ", ".join(f'"{col}"::text' for col in cols)
+            text = ", ".join(f"""to_char("{col}", 'YYYY-MM-DD HH24:MI:SS.US')""" if typ in _TIMES else f'"{col}"::text'
+                             for col, typ in cols)
             b = [tuple(r) for r in c.execute(f'SELECT {text} FROM "{schema}"."{t}"').fetchall()]
             ca, cb = Counter(map(tuple, a)), Counter(b)
             out[t] = sum(((ca - cb) + (cb - ca)).values())
