@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from pipeline.errors import ConfigError
 from pipeline.etl import ranges as R
-from pipeline.etl.source import TableMeta, qi, table_meta, tables_of
+from pipeline.etl.source import TableMeta, database_exists, qi, table_meta, tables_of
 from pipeline.mapping import DbMapping, EsMapping, HbaseMapping, Mapping
 
 DEFAULT_READ_BATCH = 5000
@@ -95,9 +95,11 @@ def table_loads(conn, mapping: Mapping, midx: int, params: tuple[str, ...], part
     else:
         database, alias = spec.database, "t"
         tables = tables_of(conn, database) if getattr(spec, "mirrorDb", False) else [spec.table]
-        if not tables:
+        if not tables and not database_exists(conn, database):
             raise ConfigError(mapping.file, f"{_spec_key(spec)}.database",
-                              f"source database {database!r} has no tables (or does not exist)")
+                              f"source database {database!r} does not exist",
+                              hint="fix the database name, or create it on the source (a mirror of a database "
+                                   "without tables loads nothing; its tables arrive with their DDL)")
     out = []
     for t in tables:
         meta = table_meta(conn, database, t)

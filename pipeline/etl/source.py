@@ -61,6 +61,12 @@ def tables_of(conn, database: str) -> list[str]:
         return [_s(r[0]) for r in cur.fetchall()]
 
 
+def database_exists(conn, database: str) -> bool:
+    with conn.cursor(pymysql.cursors.Cursor) as cur:
+        cur.execute("SELECT 1 FROM information_schema.SCHEMATA WHERE SCHEMA_NAME=%s", (database,))
+        return cur.fetchone() is not None
+
+
 def _s(v) -> str:
     return v.decode() if isinstance(v, bytes | bytearray) else str(v)
 

@@ -172,10 +172,12 @@ def check_against_source(cfg: Config, mappings: tuple[Mapping, ...], conn: Any =
             for m in specs:
                 spec = m.spec
                 tables = [spec.table] if not spec.mirrorDb else _tables(cur, spec.database)
-                if spec.mirrorDb and not tables:
+                if spec.mirrorDb and not tables and not _database_exists(cur, spec.database):
                     _readable(cur, m, spec.database, None)
                     raise ConfigError(m.file, "dbMapping.database",
-                                      f"source database {spec.database!r} has no tables (or does not exist)")
+                                      f"source database {spec.database!r} does not exist on {s.host}:{s.port}",
+                                      hint="fix dbMapping.database, or create the database on the source (a "
+                                           "mirror of a database without tables is fine: they arrive with their DDL)")
                 for t in tables:
                     cols, pk = _columns(cur, spec.database, t)
                     if not cols:
@@ -226,6 +228,11 @@ def _tables(cur, database: str) -> list[str]:
     cur.execute("SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA=%s "
                 "AND TABLE_TYPE='BASE TABLE' ORDER BY TABLE_NAME", (database,))
     return [r[0] for r in cur.fetchall()]
+
+
+def _database_exists(cur, database: str) -> bool:
+    cur.execute("SELECT 1 FROM information_schema.SCHEMATA WHERE SCHEMA_NAME=%s", (database,))
+    return cur.fetchone() is not None
 
 
 def _columns(cur, database: str, table: str) -> tuple[list[str], list[str]]:
