@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import hashlib
 import re
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from sqlalchemy.exc import SQLAlchemyError
 
 from adapters.base import DdlChange
+from adapters.rdb import dbsequence
 from adapters.rdb.config import RdbTable
 from adapters.rdb.errors import classify, db_text
 from pipeline.logs import get_logger
@@ -34,7 +36,8 @@ if TYPE_CHECKING:
 
 log = get_logger("rdb.ddl")
 LOG_TABLE = "`_sluice_ddl_applied`"  # per target database: which DdlChange (by seq) ran already
-REPLAYED = frozenset({"CREATE", "ALTER", "ERASE", "RENAME", "TRUNCATE", "CINDEX", "DINDEX"})
+REPLAYED = frozenset({"CREATE", "ALTER", "ERASE", "RENAME", "TRUNCATE", "CINDEX", "DINDEX",
+                      *dbsequence.KINDS.values()})
 
 _TOKEN = re.compile(r"""
     (?P<bq>`(?:[^`]|``)*`)
@@ -78,6 +81,18 @@ def _prev_is_dot(tokens: list, i: int) -> bool:
             continue
         return text == "."
     return False
+
+
+def resolve(ddl: DdlChange) -> DdlChange:
+    """A statement capture stores as ``QUERY`` that a mirror replays (CREATE/ALTER/DROP SEQUENCE,
+    :mod:`adapters.rdb.dbsequence`) with its kind, database and object; any other as it is."""
+    if ddl.kind != "QUERY" or ddl.table:
+        return ddl
+    found = dbsequence.statement(ddl.sql)
+    if found is None:
+        return ddl
+    kind, database, name = found
+    return replace(ddl, kind=kind, database=database or ddl.database, table=name)
 
 
 def apply_ddl(w: RdbWriter, route: RdbTable | None, ddl: DdlChange) -> None:

@@ -48,6 +48,9 @@ MYSQL_DDL_APPLIED: dict[str, frozenset[int]] = {
     "TRUNCATE": frozenset({1146}),
     "CINDEX": frozenset({1061, 1146}),  # ER_DUP_KEYNAME
     "DINDEX": frozenset({1091, 1146}),  # ER_CANT_DROP_FIELD_OR_KEY
+    "CSEQUENCE": frozenset({1050}),  # CREATE SEQUENCE (adapters/rdb/dbsequence.py): it exists
+    "ASEQUENCE": frozenset({4091, 1146}),  # ALTER SEQUENCE: ER_UNKNOWN_SEQUENCES (dropped later)
+    "DSEQUENCE": frozenset({4091, 1051}),  # DROP SEQUENCE: unknown sequence
 }
 #: Strict (errors instead of silent truncation), but zero and partial-zero dates allowed, an
 #: explicit 0 stays 0 in AUTO_INCREMENT columns, and dates MySQL could store are accepted.

@@ -22,6 +22,7 @@ from sqlalchemy.engine import Connection, CursorResult
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from adapters.base import Change, DdlChange, Writer
+from adapters.rdb import dbsequence
 from adapters.rdb import ddl as ddl_mod
 from adapters.rdb.check import check_cascades, check_mapping
 from adapters.rdb.chunk import ChunkApply
@@ -212,11 +213,27 @@ class RdbWriter(Writer):
                 raise classify(e, self.target, table=info.label, action="truncate") from None
             log.info("truncated", table=info.label)
             return
+        if self.dialect.family != "mysql" and dbsequence.is_state(first):
+            try:
+                self.info(route)
+            except TargetError as e:  # no table of that name: a MariaDB sequence's state, for a sequence
+                if not getattr(e, "missing_table", False):
+                    raise
+                return dbsequence.apply_states(self, route, run)
         self.chunk().run(self.plan(route, first), run)
 
     # -- DDL and pre-flight ------------------------------------------------------------------------
     def apply_ddl(self, mapping: Any, ddl: DdlChange) -> None:
         reset_caches()
+        named = ddl_mod.resolve(ddl)
+        if named.database != ddl.database:  # a sequence of another database: its mapping on this target
+            mapping = next((m for m in self.mappings if hasattr(m, "matches")
+                            and m.matches(named.database, named.table)), None)
+            if mapping is None:
+                log.info("ddl not replayed", reason=f"it names database {named.database}, which no mapping of this "
+                         "target mirrors", sql=ddl.sql[:200])
+                return
+        ddl = named
         route = self.route(mapping, ddl.database, ddl.table) if ddl.table else None
         ddl_mod.apply_ddl(self, route, ddl)
         reset_caches()
