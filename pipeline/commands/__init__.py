@@ -6,6 +6,7 @@ from pipeline.commands import (  # noqa: F401  (importing registers the commands
     deadletter_cmd,
     etl_cmd,
     jvm_cmd,
+    repair_cmd,
     report_cmd,
     run_cmd,
     status_cmd,

@@ -6,6 +6,11 @@ command, since) into the lock file so a refused acquirer can name it. A lock fil
 still names a holder but whose flock can be taken is stale (the holder died): we take
 it over and say so. Lock files are never deleted (deleting a flocked file lets two
 processes lock two different inodes).
+
+A *brief* holder (``sluice repair``, which holds a group's apply lock for one chunk at a time)
+says so in the lock file. Another job that meets a brief holder waits for it (up to
+:data:`BRIEF_WAIT` seconds) instead of being refused, and leaves a ``<lock>.wait`` file while it
+waits; a brief acquirer waits for the lock, and lets such a waiter go first.
 """
 
 from __future__ import annotations
@@ -27,6 +32,12 @@ from .fsutil import now_iso
 
 log = logging.getLogger("sluice.store")
 
+#: how long a job waits for a lock whose holder is brief before it is refused as held
+BRIEF_WAIT = 300.0
+#: a ``.wait`` file touched within this many seconds means a job waits for the lock
+WAITER_FRESH = 1.0
+_POLL = 0.02
+
 
 @dataclass(frozen=True)
 class LockInfo:
@@ -36,24 +47,30 @@ class LockInfo:
     host: str
     command: str
     since: str
+    #: the holder keeps the lock for moments at a time (sluice repair): others wait for it
+    brief: bool = False
 
     @classmethod
-    def current(cls) -> LockInfo:
+    def current(cls, brief: bool = False) -> LockInfo:
         """Info describing this process."""
-        return cls(os.getpid(), socket.gethostname(), _command_line()[:300], now_iso())
+        return cls(os.getpid(), socket.gethostname(), _command_line()[:300], now_iso(), brief)
 
     @classmethod
     def parse(cls, text: str) -> LockInfo | None:
         """Parse lock file content; None for an empty or half-written file."""
         try:
             raw = json.loads(text)
-            return cls(int(raw["pid"]), str(raw["host"]), str(raw["command"]), str(raw["since"]))
+            return cls(int(raw["pid"]), str(raw["host"]), str(raw["command"]), str(raw["since"]),
+                       bool(raw.get("brief", False)))
         except (ValueError, KeyError, TypeError):
             return None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
-        return {"pid": self.pid, "host": self.host, "command": self.command, "since": self.since}
+        out: dict[str, Any] = {"pid": self.pid, "host": self.host, "command": self.command, "since": self.since}
+        if self.brief:
+            out["brief"] = True
+        return out
 
     def describe(self) -> str:
         """``pid 123 on host db1 since 2026-...Z (sluice capture)``."""
@@ -122,26 +139,61 @@ class HeldLock:
             self.fd = -1
 
 
-def acquire(path: Path, name: str, what_to_do: str) -> HeldLock:
-    """Take lock file ``path`` without blocking, or raise LockHeldError naming the holder."""
+def acquire(path: Path, name: str, what_to_do: str, *, brief: bool = False,
+            wait: float | None = None) -> HeldLock:
+    """Take lock file ``path``, or raise LockHeldError naming the holder.
+
+    Without waiting, except for a holder that marked itself brief: then for up to
+    :data:`BRIEF_WAIT` seconds. ``brief``: this process holds it for moments and marks itself so;
+    it waits for the lock (up to ``wait`` seconds, None: as long as it takes) and lets a job that
+    waits for it go first."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as e:
         raise StoreError(f"{path}: cannot open the {name} lock file: {e}",
                          hint="check that the store directory exists and is writable") from e
+    waiter = path.with_name(path.name + ".wait")
+    deadline = None
+    waited = False
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
+        while True:
+            if brief and _waiter_fresh(waiter):
+                time.sleep(_POLL)  # a job waits for this lock: it goes first
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                now = time.monotonic()
+                if brief:
+                    limit = wait
+                else:
+                    holder = _holder_soon(path)
+                    if holder is None or not holder.brief:
+                        raise _held_error(path, name, what_to_do) from None
+                    limit = BRIEF_WAIT
+                if deadline is None:
+                    deadline = now + limit if limit is not None else None
+                    if not brief:
+                        log.info("waiting for the %s lock %s: its holder keeps it briefly", name, path)
+                elif deadline is not None and now >= deadline:
+                    raise _held_error(path, name, what_to_do) from None
+                if not brief:
+                    _touch(waiter)
+                    waited = True
+                time.sleep(_POLL)
+            except OSError as e:
+                raise StoreError(f"{path}: cannot lock: {e}",
+                                 hint="the store's file system must support flock") from e
+    except BaseException:
         os.close(fd)
-        raise _held_error(path, name, what_to_do) from None
-    except OSError as e:
-        os.close(fd)
-        raise StoreError(f"{path}: cannot lock: {e}",
-                         hint="the store's file system must support flock") from e
+        raise
+    if waited:
+        _remove(waiter)
     try:
         previous = LockInfo.parse(os.pread(fd, 65536, 0).decode("utf-8", errors="replace"))
-        info = LockInfo.current()
+        info = LockInfo.current(brief)
         data = (json.dumps(info.to_dict()) + "\n").encode("utf-8")
         os.ftruncate(fd, 0)
         os.pwrite(fd, data, 0)
@@ -153,6 +205,37 @@ def acquire(path: Path, name: str, what_to_do: str) -> HeldLock:
     if previous is not None:
         _log_takeover(name, path, previous)
     return HeldLock(name, path, info, previous, fd, [])
+
+
+def _holder_soon(path: Path) -> LockInfo | None:
+    """The recorded holder, allowing a new holder the moment between flock() and writing its info."""
+    for _ in range(5):
+        holder = read_holder(path)
+        if holder is not None:
+            return holder
+        time.sleep(_POLL)
+    return None
+
+
+def _waiter_fresh(waiter: Path) -> bool:
+    try:
+        return time.time() - waiter.stat().st_mtime < WAITER_FRESH
+    except OSError:
+        return False
+
+
+def _touch(waiter: Path) -> None:
+    try:
+        waiter.touch()
+    except OSError:
+        pass  # the wait still works, only without priority over the brief holder
+
+
+def _remove(waiter: Path) -> None:
+    try:
+        waiter.unlink()
+    except OSError:
+        pass
 
 
 def _log_takeover(name: str, path: Path, previous: LockInfo) -> None:

@@ -163,3 +163,56 @@ def test_lock_released_when_the_body_raises(tmp_path: Path) -> None:
         raise RuntimeError("boom")
     with store.capture_lock() as held:
         assert held.stale is None
+
+
+BRIEF = textwrap.dedent("""
+    import sys, time
+    from pathlib import Path
+    from pipeline.store.locks import acquire
+    path, hold, rounds = Path(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
+    print("ready", flush=True)
+    for _ in range(rounds):  # as sluice repair: the lock for one chunk at a time, again and again
+        held = acquire(path, "apply (g1)", "wait", brief=True)
+        time.sleep(hold)
+        held.release()
+""")
+
+
+def test_a_brief_holder_is_waited_for_and_lets_a_waiting_job_go_first(tmp_path: Path, procs: list[int]) -> None:
+    """A job meeting a brief holder (sluice repair) waits instead of being refused, and gets the lock
+    although the brief holder takes it again at once, chunk after chunk; a normal holder is still
+    refused at once, and a brief acquirer waits for it."""
+    store = BatchStore(tmp_path / "store")
+    path = store.lock_dir / "apply.g1.lock"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen([sys.executable, "-c", BRIEF, str(path), "0.2", "200"], cwd=REPO, env=env,
+                            stdout=subprocess.PIPE, text=True)
+    procs.append(proc.pid)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+    deadline = time.monotonic() + 10
+    while not (path.exists() and json.loads(path.read_text() or "{}").get("brief")):
+        assert time.monotonic() < deadline, "the brief holder never took the lock"
+        time.sleep(0.01)
+    for _ in range(3):
+        t0 = time.monotonic()
+        with store.apply_lock("g1") as held:   # waits (a sync would have been refused before)
+            assert not held.info.brief
+            assert time.monotonic() - t0 < 5
+            time.sleep(0.3)                    # the brief holder waits meanwhile
+            assert json.loads(path.read_text())["pid"] == os.getpid()
+    assert proc.poll() is None
+    proc.kill()
+    proc.wait()
+    with store.apply_lock("g1"):              # a normal holder: a brief acquirer waits for it
+        from pipeline.store.locks import acquire
+
+        t0 = time.monotonic()
+        with pytest.raises(LockHeldError):
+            acquire(path, "apply (g1)", "wait", brief=True, wait=0.3)
+        assert time.monotonic() - t0 >= 0.3
+        holder, _ = spawn_holder(tmp_path / "other", "g1")  # and a normal holder still refuses at once
+        procs.append(holder.pid)
+        t0 = time.monotonic()
+        with pytest.raises(LockHeldError):
+            BatchStore(tmp_path / "other").apply_lock("g1").__enter__()
+        assert time.monotonic() - t0 < 2

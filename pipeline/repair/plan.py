@@ -1,0 +1,117 @@
+"""What a repair compares: one :class:`RepairTable` per (mapping, source table), split into key
+ranges (one Spark task each). Built on the driver from the group's mappings; plain picklable data.
+
+* a ``dbMapping``: every table of the database (``mirrorDb``) or its table, with the compared
+  columns and key as ``sluice verify`` pairs them (:func:`pipeline.ops.verify_rdb.pairs_for`);
+* an ``esMapping``: its main table (documents by ``_id``, built by the adapter from the mapping SQL);
+* an ``hbaseMapping``: its table (rows by row key).
+
+Key ranges come from the full load's splitter (:func:`pipeline.etl.ranges.split`) on a connection
+that returns typed values, so the same bounds can be used on the source and on any RDB target.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pipeline.errors import ConfigError, UsageError
+from pipeline.etl import ranges as R
+from pipeline.etl.source import TableMeta, table_meta, tables_of
+from pipeline.etl.values import INT_TYPES
+from pipeline.ops.verify_rdb import TablePair, pairs_for
+
+
+@dataclass(frozen=True)
+class RepairTable:
+    """One source table of one mapping of the group."""
+
+    midx: int
+    kind: str                          # rdb | es | hbase
+    mapping_file: str
+    meta: TableMeta                    # the source table: every column, its key
+    pair: TablePair | None = None      # rdb: compared columns, target schema/table
+    target_label: str = ""
+    ranges: tuple[R.KeyRange, ...] = field(default=(R.KeyRange(),))
+
+    @property
+    def label(self) -> str:
+        return self.meta.label
+
+
+def _wanted(tables: list[str] | None, database: str, table: str) -> bool:
+    if not tables:
+        return True
+    return f"{database}.{table}".lower() in {t.lower() for t in tables}
+
+
+def plan_tables(conn: Any, plan: Any, midxs: list[int], tables: list[str] | None, parts: int) -> list[RepairTable]:
+    """The tables of the chosen mappings (``tables``: only these ``db.table``), each split into
+    about ``parts`` key ranges. ``conn``: a typed source connection (:func:`guard.typed_connection`)."""
+    out: list[RepairTable] = []
+    for midx in midxs:
+        mapping = plan.mappings[midx]
+        kind, target = plan.targets[plan.mapping_target[midx]]
+        for database, table, pair, label in _tables_of_mapping(conn, plan, midx, mapping, kind, target):
+            if not _wanted(tables, database, table):
+                continue
+            meta = table_meta(conn, database, table)
+            if meta is None:
+                raise ConfigError(mapping.file, None, f"source table {database}.{table} does not exist")
+            if not meta.pk:
+                raise ConfigError(mapping.file, None, f"source table {database}.{table} has no primary key: "
+                                  "sluice repair writes by key and cannot repair it",
+                                  hint=f"give {database}.{table} a primary key, or load it again with "
+                                       "`sluice bootstrap --force`")
+            rows = R.estimate_rows(conn, meta)
+            meta = TableMeta(meta.database, meta.table, meta.columns, meta.pk, rows)
+            out.append(RepairTable(midx, kind, mapping.file, meta, pair, label, tuple(_typed(meta, r) for r in
+                                                                                     R.split(conn, meta, parts, rows))))
+    if tables:
+        found = {t.label.lower() for t in out}
+        missing = [t for t in tables if t.lower() not in found]
+        if missing:
+            raise UsageError(f"--table {', '.join(missing)}: no chosen mapping of group {plan.group_id} "
+                             "covers it (give db.table as the source names it)")
+    return out
+
+
+def _tables_of_mapping(conn: Any, plan: Any, midx: int, mapping: Any, kind: str, target: Any
+                       ) -> list[tuple[str, str, TablePair | None, str]]:
+    if kind == "rdb":
+        with conn.cursor() as cur:
+            pairs = pairs_for(cur, mapping)
+        out = []
+        for p in pairs:
+            tname = f"{p.target_schema}.{p.target_table}" if p.target_schema else p.target_table
+            out.append((p.source_db, p.source_table, p, f"{tname} on {target.label}"))
+        return out
+    if kind == "es":
+        from adapters.es.plan import doc_plan
+
+        dp = doc_plan(mapping)
+        database = dp.main_schema or _route_database(plan, midx)
+        if not database:
+            raise ConfigError(mapping.file, "esMapping.sql", f"the main table {dp.main_table} names no database",
+                              hint="write schema.table in the SQL, or give dataSourceKey a jdbc url with a database")
+        return [(database, dp.main_table, None, f"index {dp.index}")]
+    spec = mapping.spec
+    if getattr(spec, "mirrorDb", False):
+        return [(spec.database, t, None, f"{kind} {t}") for t in tables_of(conn, spec.database)]
+    return [(spec.database, spec.table, None, f"HBase {spec.hbaseTable}")]
+
+
+def _route_database(plan: Any, midx: int) -> str | None:
+    for r in plan.routes:
+        if r.midx == midx:
+            return r.database
+    return None
+
+
+def _typed(meta: TableMeta, r: R.KeyRange) -> R.KeyRange:
+    """The splitter's integer bounds are text; the comparison binds them on a target too."""
+    if len(meta.pk) == 1 and meta.column(meta.pk[0]).data_type in INT_TYPES:
+        def conv(b):
+            return None if b is None else (int(b[0]),)
+        return R.KeyRange(conv(r.lo), conv(r.hi))
+    return r
