@@ -35,7 +35,7 @@ def repair(
     from pipeline.job.group import load_group
     from pipeline.job.session import get_spark
     from pipeline.logs import register_secret
-    from pipeline.repair.driver import run_repair
+    from pipeline.repair.driver import RepairFailed, run_repair
 
     cfg = load_config(config)
     cfg.group(group)
@@ -44,16 +44,26 @@ def repair(
     midxs = [_find(plan, m, config, group) for m in mapping] if mapping else None
     plan.check()  # source and targets answer, mappings fit their tables: before Spark starts
     spark = get_spark(cfg.spark, f"sluice-repair-{group}", master)
-    summary = run_repair(cfg, plan, spark, midxs=midxs, tables=list(table or []) or None, partitions=partitions,
-                         chunk=chunk_size, dry_run=dry_run)
+    try:
+        summary = run_repair(cfg, plan, spark, midxs=midxs, tables=list(table or []) or None,
+                             partitions=partitions, chunk=chunk_size, dry_run=dry_run)
+    except RepairFailed as e:
+        done = getattr(e, "summary", None)
+        if done is not None:
+            _report(done.as_dict(), as_json)
+        raise
     out = summary.as_dict()
+    _report(out, as_json)
     differing = sum(t["missing"] + t["changed"] + t["extra"] for t in out["tables"].values())
+    sys.exit(exitcodes.DIFFERENT if dry_run and differing else exitcodes.OK)
+
+
+def _report(out: dict, as_json: bool) -> None:
     if as_json:
         typer.echo(json.dumps(out, default=str))
     else:
         for line in summary_lines(out):
             typer.echo(line)
-    sys.exit(exitcodes.DIFFERENT if dry_run and differing else exitcodes.OK)
 
 
 def summary_lines(out: dict) -> list[str]:

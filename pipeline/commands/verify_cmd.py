@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 
 import typer
@@ -33,7 +34,7 @@ def verify(
     cfg = load_config(config)
     results = run_verify(cfg, groups=group or None, files=mapping or None, chunk=chunk_size, sample=sample,
                          recheck=recheck)
-    out = [r.as_dict(max_keys) for r in results]
+    out = [{**r.as_dict(max_keys), "repair": _repair_command(config, r.repair_args())} for r in results]
     code = exit_code(results)
     differing = sum(r.differing for r in results)
     if as_json:
@@ -65,6 +66,15 @@ def _print(r: dict) -> None:
         typer.echo(f"     changed columns: {', '.join(f'{c} ({n})' for c, n in r['changed_columns'].items())}")
     if r["note"]:
         typer.echo(f"     note: {r['note']}")
+    if r["repair"]:
+        typer.echo(f"     repair: {r['repair']}")
+
+
+def _repair_command(config: str, args: list[str]) -> str | None:
+    """``sluice repair --config C --group G --table db.t`` (``--mapping FILE`` for ES/HBase)."""
+    if not args:
+        return None
+    return " ".join(shlex.quote(a) for a in ["sluice", "repair", "--config", config, *args])
 
 
 def _verdict(out: list[dict], differing: int, code: int) -> str:

@@ -23,8 +23,9 @@ from .verify_rdb import Side, TableDiff, compare_table, connect_source, pairs_fo
 log = get_logger("verify")
 
 
-def selected_mappings(cfg: Config, groups: list[str] | None, files: list[str] | None) -> list[tuple[Any, Any, Any]]:
-    """``(mapping, kind, target config)`` of the chosen groups, restricted to ``files`` if given."""
+def selected_mappings(cfg: Config, groups: list[str] | None, files: list[str] | None
+                      ) -> list[tuple[Any, Any, Any, str]]:
+    """``(mapping, kind, target config, group)`` of the chosen groups, restricted to ``files`` if given."""
     from pipeline.job.group import load_group
 
     base = Path(cfg.file).resolve().parent if cfg.file not in ("", "<config>") else Path.cwd()
@@ -51,7 +52,7 @@ def selected_mappings(cfg: Config, groups: list[str] | None, files: list[str] | 
                 continue
             seen.add(key)
             kind, target = plan.targets[plan.mapping_target[i]]
-            out.append((m, kind, target))
+            out.append((m, kind, target, g))
     if files and not out:
         raise ConfigError(cfg.file, "groups", f"no group of this config uses {', '.join(files)}",
                           hint="give a mapping file listed in a group's mappings")
@@ -67,7 +68,8 @@ def verify(cfg: Config, *, groups: list[str] | None = None, files: list[str] | N
     results: list[TableDiff] = []
     src_conn = connect_source(cfg)
     try:
-        for m, kind, target in chosen:
+        for m, kind, target, group in chosen:
+            first = len(results)
             try:
                 _preflight(cfg, src_conn, m, kind, target)
                 if kind == "rdb":
@@ -87,6 +89,8 @@ def verify(cfg: Config, *, groups: list[str] | None = None, files: list[str] | N
             except Exception as e:  # noqa: BLE001 - one mapping's failure is reported, the others still run
                 log.debug("verify failed", mapping=m.file, exc_info=True)  # the traceback at DEBUG
                 results.append(TableDiff(m.file, kind, m.source_key, "?", error=_first_line(e)))
+            for d in results[first:]:
+                d.group = group
     finally:
         src_conn.close()
     return results

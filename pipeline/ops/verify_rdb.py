@@ -78,6 +78,8 @@ class TableDiff:
     #: a remark on a difference, e.g. counts differ while the sample matched
     note: str | None = None
     seconds: float = 0.0
+    #: the group whose mapping this is (the repair command names it)
+    group: str = ""
 
     @property
     def differing(self) -> int:
@@ -99,7 +101,15 @@ class TableDiff:
                          "extra": [_key(k) for k in self.extra[:max_keys]],
                          "changed": [_key(k) for k in self.changed[:max_keys]]},
                 "error": self.error, "config_error": self.config_error, "note": self.note,
-                "seconds": round(self.seconds, 3)}
+                "seconds": round(self.seconds, 3), "group": self.group}
+
+    def repair_args(self) -> list[str]:
+        """The arguments of the ``sluice repair`` that brings this table back (after ``--config``);
+        empty when it is equal or could not be compared."""
+        if self.ok or self.error or not self.group:
+            return []
+        what = ["--table", self.source] if self.kind == "rdb" else ["--mapping", self.mapping]
+        return ["--group", self.group, *what]
 
 
 def _key(k: Any) -> Any:

@@ -76,15 +76,25 @@ class DocChunks:
         except Exception as e:  # noqa: BLE001 - classified by the client's errors.py
             raise api.error(e, f"reading documents of index {plan.index}") from None
         got = {d["_id"]: d.get("_source") for d in found if d.get("found")}
+        want = self._expected_es(keys)  # again, after the target was read: newer than all it had applied
         return sum(1 for i, (_, body) in want.items() if got.get(i) != body)
 
-    def _differing_hbase(self, rows: list[tuple]) -> int:
+    def _differing_hbase(self, rows: list[tuple], where: str, params: list) -> int:
         from adapters.hbase.client import connect
         from adapters.hbase.plan import MappingPlan
 
         if self._hb is None:
             self._hb = (MappingPlan(self.mapping), connect(self.target))
         plan, pc = self._hb
+        got = dict(pc.conn.table(self.mapping.spec.hbaseTable).rows(list(self._hbase_rows(plan, rows))))
+        # the source again, after the target was read: newer than everything the target had applied
+        want = self._hbase_rows(plan, self.src.rows(f"SELECT {self.all_cols} FROM {self.st} WHERE {where}", params))
+        extra = [k for k in want if k not in got]
+        if extra:
+            got.update(dict(pc.conn.table(self.mapping.spec.hbaseTable).rows(extra)))
+        return sum(1 for k, cells in want.items() if dict(got.get(k) or {}) != cells)
+
+    def _hbase_rows(self, plan: Any, rows: list[tuple]) -> dict[bytes, dict]:
         names = [c.name for c in self.t.meta.columns]
         kinds = [(c.data_type, c.column_type) for c in self.t.meta.columns]
         want = {}
@@ -93,8 +103,7 @@ class DocChunks:
             change = Change("INSERT", self.t.meta.database, self.t.meta.table, data, pk_names=tuple(self.pk),
                             mysql_type=self.types)
             want[plan.rowkey(change)] = {c: v for c, v in plan.cells(change).items() if v is not None}
-        got = dict(pc.conn.table(self.mapping.spec.hbaseTable).rows(list(want)))
-        return sum(1 for k, cells in want.items() if dict(got.get(k) or {}) != cells)
+        return want
 
     def _count(self, lo: tuple | None, hi: tuple | None) -> tuple[int, int]:
         """(source rows in the chunk, rows whose document/row differs)."""
@@ -103,7 +112,7 @@ class DocChunks:
             keys = [tuple(r) for r in self.src.rows(f"SELECT {self.order} FROM {self.st} WHERE {where}", params)]
             return len(keys), self._differing_es(keys) if keys else 0
         rows = self.src.rows(f"SELECT {self.all_cols} FROM {self.st} WHERE {where}", params)
-        return len(rows), self._differing_hbase(rows) if rows else 0
+        return len(rows), self._differing_hbase(rows, where, params) if rows else 0
 
     # -- the chunk interface (as RdbChunks) ---------------------------------------------------------
     def differs(self, lo: tuple | None, hi: tuple | None) -> bool:

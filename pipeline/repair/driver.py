@@ -117,14 +117,19 @@ def run_repair(cfg: Config, plan: Any, spark: Any, *, midxs: list[int] | None = 
     summary = RepairSummary(plan.group_id, dry_run, position)
     units: list[RepairUnit] = []
     for ti, t in enumerate(chosen):
-        summary.tables[t.label + _suffix(t, chosen)] = TableReport(t.mapping_file, t.label, t.target_label,
-                                                                   ranges=len(t.ranges))
+        summary.tables[t.label + _suffix(t, chosen)] = rep = TableReport(t.mapping_file, t.label, t.target_label,
+                                                                         ranges=len(t.ranges))
+        if t.problem:
+            rep.failed += 1
+            summary.errors.append(t.problem)
+            log.error("table not repaired", table=t.label, error=t.problem.splitlines()[0])
+            continue
         for ri in range(len(t.ranges)):
             units.append(RepairUnit(len(units), ti, ri))
         log.info("repair table", group=plan.group_id, mapping=t.mapping_file, table=t.label, target=t.target_label,
                  est_rows=t.meta.est_rows, ranges=len(t.ranges), dry_run=dry_run)
     if not units:
-        return summary
+        return _finish(cfg, plan, summary, chosen, position, dry_run, 0, t0)
     est_chunks = sum(max(1, math.ceil(t.meta.est_rows / chunk)) for t in chosen)
     server = _open_progress(spark, est_chunks, len(units), progress_every)
     ctx = RepairContext(JobContext(plan.mappings, plan.mapping_target, plan.targets), cfg.source, flavor,
@@ -159,6 +164,12 @@ def run_repair(cfg: Config, plan: Any, spark: Any, *, midxs: list[int] | None = 
         if not r["ok"]:
             rep.failed += 1
             summary.errors.append(r["error"])
+    return _finish(cfg, plan, summary, chosen, position, dry_run, len(units), t0)
+
+
+def _finish(cfg: Config, plan: Any, summary: RepairSummary, chosen: list[RepairTable], position: dict,
+            dry_run: bool, nunits: int, t0: float) -> RepairSummary:
+    """Log the tables, record the ones repaired completely (waivers), raise if anything failed."""
     summary.seconds = time.monotonic() - t0
     for name, rep in summary.tables.items():
         log.info("repair table done", group=plan.group_id, table=name, chunks=rep.chunks, differing=rep.differing,
@@ -175,9 +186,11 @@ def run_repair(cfg: Config, plan: Any, spark: Any, *, midxs: list[int] | None = 
                 done.setdefault(key, []).append(str(t.mapping_file))
         summary.waived = record_repaired(cfg, plan.group_id, done, position)
     if summary.errors:
-        raise RepairFailed(f"{len(summary.errors)} of {len(units)} key ranges failed:\n  "
+        err = RepairFailed(f"{len(summary.errors)} table(s) or key range(s) of {len(chosen)} table(s) failed:\n  "
                            + "\n  ".join(summary.errors[:20]),
                            hint="fix the cause and run the repair again; chunks already repaired stay so")
+        err.summary = summary  # what the other tables and ranges did, for the command's report
+        raise err
     return summary
 
 

@@ -33,6 +33,8 @@ class RepairTable:
     pair: TablePair | None = None      # rdb: compared columns, target schema/table
     target_label: str = ""
     ranges: tuple[R.KeyRange, ...] = field(default=(R.KeyRange(),))
+    #: why this table cannot be repaired (reported as its failure; the others are repaired)
+    problem: str | None = None
 
     @property
     def label(self) -> str:
@@ -58,11 +60,12 @@ def plan_tables(conn: Any, plan: Any, midxs: list[int], tables: list[str] | None
             meta = table_meta(conn, database, table)
             if meta is None:
                 raise ConfigError(mapping.file, None, f"source table {database}.{table} does not exist")
-            if not meta.pk:
-                raise ConfigError(mapping.file, None, f"source table {database}.{table} has no primary key: "
-                                  "sluice repair writes by key and cannot repair it",
-                                  hint=f"give {database}.{table} a primary key, or load it again with "
-                                       "`sluice bootstrap --force`")
+            if not meta.pk:  # a replayed INSERT of a keyless row would be applied twice
+                out.append(RepairTable(midx, kind, mapping.file, meta, pair, label, (), problem=(
+                    f"{mapping.file}: source table {database}.{table} has no primary key: a repair writes by key "
+                    "and cannot repair it\n  fix: give it a primary key, or load the group again with "
+                    "`sluice bootstrap --force` while nothing writes to it")))
+                continue
             rows = R.estimate_rows(conn, meta)
             meta = TableMeta(meta.database, meta.table, meta.columns, meta.pk, rows)
             out.append(RepairTable(midx, kind, mapping.file, meta, pair, label, tuple(_typed(meta, r) for r in

@@ -85,15 +85,15 @@ class RdbChunks:
         swhere, sparams = range_clause(self.src, self.skeys, lo, hi)
         twhere, tparams = range_clause(tgt, self.tkeys, lo, hi)
         scols = [c.source for c in self.pair.columns]
-        try:
+        try:  # the target first: a source read after it is newer than all it had applied (docs/repair.md)
             if self.target.dialect in ("mysql", "mariadb"):
-                a = self.src.rows(checksum_sql(self.src, self.st, scols, swhere), sparams)[0]
                 b = tgt.rows(checksum_sql(tgt, self.tt, self.tcols, twhere), tparams)[0]
+                a = self.src.rows(checksum_sql(self.src, self.st, scols, swhere), sparams)[0]
                 return tuple(a) != tuple(b)
-            sel = ", ".join(self.src.q(c) for c in scols)
-            a = self._keyed(self.src.rows(f"SELECT {sel} FROM {self.st} WHERE {swhere}", sparams))
             b = self._keyed(tgt.rows(f"SELECT {', '.join(tgt.q(c) for c in self.tcols)} FROM {self.tt} "
                                      f"WHERE {twhere}", tparams))
+            sel = ", ".join(self.src.q(c) for c in scols)
+            a = self._keyed(self.src.rows(f"SELECT {sel} FROM {self.st} WHERE {swhere}", sparams))
             return a != b
         finally:
             _end_read(tgt.conn)

@@ -112,17 +112,20 @@ def test_repair_while_sysbench_writes_and_follow_applies(kind, tmp_path, mariadb
         for partitions in (4, 1):
             damage(dep)
             assert differing(dep) > 1000
-            load = dep.workload(seconds=25, rate=30)
+            load = dep.workload(seconds=240, rate=30)
             time.sleep(3)
             out = sluice("repair", "--config", str(dep.cfg), "--group", "g1", "--partitions", str(partitions),
                          "--chunk-size", "400", "--json", timeout=600)
             summary = last_json(out.stdout)
+            print("repair", partitions, {k: (t["chunks"], t["lock_wait"], t["lock_held"]) for k, t in
+                                         summary["tables"].items()}, summary["seconds"], flush=True)
             assert load.proc.poll() is None, "the load ended before the repair: it did not run under writes"
             tables = summary["tables"]
             assert sum(t["upserted"] for t in tables.values()) >= 3000, summary
             assert sum(t["deleted"] for t in tables.values()) >= 3, summary
             assert max(t["chunks"] for t in tables.values()) >= 8, summary
-            assert load.wait(120) == 0, load.output()
+            time.sleep(2)
+            load.kill()  # writes went on during the whole repair
             _wait_equal(dep, follower, 300)
             assert differing(dep) == 0
         dry = sluice("repair", "--config", str(dep.cfg), "--group", "g1", "--dry-run", "--json", check=False)

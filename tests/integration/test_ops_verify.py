@@ -202,3 +202,32 @@ def test_planted_differences_are_listed(dep, mariadb_target):
     doc = json.loads(out.stdout)
     assert doc["differing_rows"] == 3 and doc["tables"][0]["keys"] == {
         "missing": [["us", 2]], "extra": [["zz", 1]], "changed": [["eu", 1]]}
+
+
+def test_verify_names_the_repair_and_repair_makes_the_planted_differences_equal(dep):
+    """Continues from the planted differences: verify prints the repair command for each table that
+    differs, and ``sluice repair`` (here its driver, in one Spark session) makes every one of them equal
+    again -- typed values through MariaDB and PostgreSQL targets, an ES document, an HBase row; a table
+    without a key is refused by name while the others of its mapping are repaired."""
+    from pipeline.config import SparkConfig
+    from pipeline.job.session import get_spark
+    from pipeline.repair.driver import RepairFailed, run_repair
+
+    out = sluice("verify", "--config", str(dep["path"]), "--json", check=False)
+    assert out.returncode == 5
+    cmds = {t["source"].split(".")[-1] + "@" + t["group"]: t["repair"] for t in json.loads(out.stdout)["tables"]}
+    assert cmds["typed@gpg"] == f"sluice repair --config {dep['path']} --group gpg --table {dep['db']}.typed"
+    assert cmds["people@ges"].endswith("--group ges --mapping mappings/es/people.yml") or \
+        cmds["people@ges"].endswith("--group ges --mapping " + str(dep["path"].parent / "mappings/es/people.yml"))
+    assert cmds["amounts@gmy"] is None  # equal: nothing to repair
+    cfg = dep["cfg"]
+    spark = get_spark(SparkConfig(master="local[2]", partitions=2), "sluice-repair-tests")
+    with pytest.raises(RepairFailed) as e:
+        run_repair(cfg, load_group(cfg, "gmy"), spark, chunk=25, partitions=2)
+    assert "nokey has no primary key" in e.value.message
+    mine = e.value.summary.tables[f"{dep['db']}.typed"]
+    assert (mine.missing, mine.changed, mine.extra, mine.upserted) == (1, 1, 0, 2)
+    for g in ("gpg", "ges", "ghb"):
+        run_repair(cfg, load_group(cfg, g), spark, chunk=25, partitions=2)
+    left = [r.as_dict() for r in verify(cfg, chunk=25, sample=1000) if not r.ok]
+    assert [r["source"].split(".")[-1] for r in left] == ["nokey"], left

@@ -37,6 +37,7 @@ COMMANDS = {
     "verify": [],
     "report": [],
     "etl": ["--group", "g1", "--all"],
+    "repair": ["--group", "g1"],
     "bootstrap": [],
     "deadletter list": ["--group", "g1"],
     "deadletter replay": ["--group", "g1"],
@@ -46,7 +47,7 @@ COMMANDS = {
     "store recapture": ["--from", "1"],
 }
 #: commands with --group, and how they name an unknown group
-GROUP_COMMANDS = ["sync", "run", "etl", "verify", "deadletter list", "deadletter replay", "store set-cursor"]
+GROUP_COMMANDS = ["sync", "run", "etl", "repair", "verify", "deadletter list", "deadletter replay", "store set-cursor"]
 
 
 def _table() -> dict[int, str]:
