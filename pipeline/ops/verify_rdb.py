@@ -196,14 +196,17 @@ def compare_table(src: Side, tgt: Side, pair: TablePair, diff: TableDiff, chunk:
     tt = tgt.table(pair.target_schema, pair.target_table)
     scols = [c.source for c in pair.columns]
     tcols = [c.target for c in pair.columns]
+    floats = [c.data_type == "float" for c in pair.columns]
     funcs = [normalizer(c.data_type, c.column_type) for c in pair.columns]
     diff.source_rows = int(src.rows(f"SELECT COUNT(*) FROM {st}", [])[0][0])
     diff.target_rows = int(tgt.rows(f"SELECT COUNT(*) FROM {tt}", [])[0][0])
     if pair.nkey == 0:
         diff.method = "rows (no primary key: one chunk, rows as a multiset)"
         diff.chunks = 1
-        a = Counter(normalize_row(tuple(r), funcs) for r in src.rows(f"SELECT {_sel(src, scols)} FROM {st}", []))
-        b = Counter(normalize_row(tuple(r), funcs) for r in tgt.rows(f"SELECT {_sel(tgt, tcols)} FROM {tt}", []))
+        a = Counter(normalize_row(tuple(r), funcs)
+                    for r in src.rows(f"SELECT {select_list(src, scols, floats)} FROM {st}", []))
+        b = Counter(normalize_row(tuple(r), funcs)
+                    for r in tgt.rows(f"SELECT {select_list(tgt, tcols, floats)} FROM {tt}", []))
         diff.missing = [r for r, n in (a - b).items() for _ in range(n)]
         diff.extra = [r for r, n in (b - a).items() for _ in range(n)]
         diff.differing_chunks = int(bool(diff.missing or diff.extra))
@@ -232,8 +235,10 @@ def compare_table(src: Side, tgt: Side, pair: TablePair, diff: TableDiff, chunk:
             b = tgt.rows(checksum_sql(tgt, tt, tcols, twhere), tparams)[0]
             if tuple(a) == tuple(b):
                 continue
-        srows = _keyed(src.rows(f"SELECT {_sel(src, scols)} FROM {st} WHERE {swhere}", sparams), funcs, pair.nkey)
-        trows = _keyed(tgt.rows(f"SELECT {_sel(tgt, tcols)} FROM {tt} WHERE {twhere}", tparams), funcs, pair.nkey)
+        srows = _keyed(src.rows(f"SELECT {select_list(src, scols, floats)} FROM {st} WHERE {swhere}", sparams), funcs,
+                       pair.nkey)
+        trows = _keyed(tgt.rows(f"SELECT {select_list(tgt, tcols, floats)} FROM {tt} WHERE {twhere}", tparams), funcs,
+                       pair.nkey)
         if srows == trows:
             continue
         diff.differing_chunks += 1
@@ -255,8 +260,13 @@ def compare_table(src: Side, tgt: Side, pair: TablePair, diff: TableDiff, chunk:
     return diff
 
 
-def _sel(side: Side, cols: list[str]) -> str:
-    return ", ".join(side.q(c) for c in cols)
+def select_list(side: Side, cols: list[str], floats: list[bool] | None = None) -> str:
+    """The select list; a MySQL/MariaDB side reads FLOAT columns as ``CAST(col AS DOUBLE)``: their
+    text has 6 significant digits, which is not the stored float32 that capture and the full load
+    copy (docs/capture.md, "Value encoding")."""
+    mysql = side.dialect in ("mysql", "mariadb")
+    return ", ".join(f"CAST({side.q(c)} AS DOUBLE)" if mysql and floats and floats[i] else side.q(c)
+                     for i, c in enumerate(cols))
 
 
 def _keyed(rows: list, funcs: list, nkey: int) -> dict[tuple, tuple]:

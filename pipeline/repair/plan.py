@@ -93,7 +93,7 @@ def _tables_of_mapping(conn: Any, plan: Any, midx: int, mapping: Any, kind: str,
         from adapters.es.plan import doc_plan
 
         dp = doc_plan(mapping)
-        database = dp.main_schema or _route_database(plan, midx)
+        database = dp.main_schema or _route_database(plan, midx) or _es_source_database(target, mapping)
         if not database:
             raise ConfigError(mapping.file, "esMapping.sql", f"the main table {dp.main_table} names no database",
                               hint="write schema.table in the SQL, or give dataSourceKey a jdbc url with a database")
@@ -109,6 +109,14 @@ def _route_database(plan: Any, midx: int) -> str | None:
         if r.midx == midx:
             return r.database
     return None
+
+
+def _es_source_database(target: Any, mapping: Any) -> str | None:
+    """The database of the mapping's data source (``dataSourceKey``'s jdbc url), as the adapter uses it."""
+    try:
+        return target.source_for(mapping).database
+    except Exception:  # noqa: BLE001 - no such data source: the error below names the mapping
+        return None
 
 
 def _typed(meta: TableMeta, r: R.KeyRange) -> R.KeyRange:

@@ -26,7 +26,7 @@ from sqlalchemy import inspect as sa_inspect
 from adapters.base import Change
 from pipeline.etl.values import row_decoder
 from pipeline.ops.normalize import normalize_row, normalizer
-from pipeline.ops.verify_rdb import Side, checksum_sql, range_clause
+from pipeline.ops.verify_rdb import Side, checksum_sql, range_clause, select_list
 from pipeline.source.mysqltypes import quote_ident as qi
 
 MAX_CONFLICT_ROUNDS = 5
@@ -63,9 +63,12 @@ class RdbChunks:
         self.skeys = [c.source for c in self.pair.columns[: self.nkey]]
         self.tkeys = [c.target for c in self.pair.columns[: self.nkey]]
         self.tcols = [c.target for c in self.pair.columns]
+        self.floats = [c.data_type == "float" for c in self.pair.columns]
         self.decode = row_decoder(meta.columns)
         self.types = meta.mysql_types()
-        self.all_cols = ", ".join(qi(n) for n in names)
+        # typed reads of the source: FLOAT as CAST(.. AS DOUBLE), the stored float32 (its text is 6 digits)
+        self.all_cols = ", ".join(c.select_expr(qi(c.name)) if c.data_type == "float" else qi(c.name)
+                                  for c in meta.columns)
         self.raw_cols = ", ".join(c.select_expr(qi(c.name)) for c in meta.columns)
         self.order = ", ".join(qi(k) for k in meta.pk)
         self._read = None     # a reading connection to the target (unlocked compares)
@@ -90,13 +93,17 @@ class RdbChunks:
                 b = tgt.rows(checksum_sql(tgt, self.tt, self.tcols, twhere), tparams)[0]
                 a = self.src.rows(checksum_sql(self.src, self.st, scols, swhere), sparams)[0]
                 return tuple(a) != tuple(b)
-            b = self._keyed(tgt.rows(f"SELECT {', '.join(tgt.q(c) for c in self.tcols)} FROM {self.tt} "
-                                     f"WHERE {twhere}", tparams))
-            sel = ", ".join(self.src.q(c) for c in scols)
-            a = self._keyed(self.src.rows(f"SELECT {sel} FROM {self.st} WHERE {swhere}", sparams))
+            b = self._keyed(tgt.rows(f"SELECT {self._tgt_sel(tgt)} FROM {self.tt} WHERE {twhere}", tparams))
+            a = self._keyed(self.src.rows(f"SELECT {self._src_sel()} FROM {self.st} WHERE {swhere}", sparams))
             return a != b
         finally:
             _end_read(tgt.conn)
+
+    def _src_sel(self) -> str:
+        return select_list(self.src, [c.source for c in self.pair.columns], self.floats)
+
+    def _tgt_sel(self, side: Side) -> str:
+        return select_list(side, self.tcols, self.floats)
 
     def _keyed(self, rows: list) -> dict[tuple, tuple]:
         out = {}
@@ -111,10 +118,8 @@ class RdbChunks:
         swhere, sparams = range_clause(self.src, self.skeys, lo, hi)
         twhere, tparams = range_clause(tgt, self.tkeys, lo, hi)
         try:
-            src = self._keyed(self.src.rows(f"SELECT {', '.join(self.src.q(c.source) for c in self.pair.columns)} "
-                                            f"FROM {self.st} WHERE {swhere}", sparams))
-            got = self._keyed(tgt.rows(f"SELECT {', '.join(tgt.q(c) for c in self.tcols)} FROM {self.tt} "
-                                       f"WHERE {twhere}", tparams))
+            got = self._keyed(tgt.rows(f"SELECT {self._tgt_sel(tgt)} FROM {self.tt} WHERE {twhere}", tparams))
+            src = self._keyed(self.src.rows(f"SELECT {self._src_sel()} FROM {self.st} WHERE {swhere}", sparams))
         finally:
             _end_read(tgt.conn)
         out = ChunkCounts(keys=[])
@@ -144,7 +149,7 @@ class RdbChunks:
         for i, r in enumerate(typed):
             n = self._norm(r)
             src[n[: self.nkey]] = (i, n, r)
-        tsel = ", ".join(self.tgt.q(c) for c in self.tcols)
+        tsel = self._tgt_sel(self.tgt)
         trows = list(writer.exec(f"SELECT {tsel} FROM {self.tt} WHERE {twhere}", tuple(tparams)).fetchall())
         got = {}
         raw_keys = {}

@@ -179,7 +179,7 @@ def _repair_chunk(guard: ChunkGuard, runner, comp, midx: int, mapping, lo, hi, r
                     c = comp.repair(snap, w, mapping, lo, hi)
                     w.commit()  # before the lock is released
                 except BaseException:
-                    runner._discard(midx)
+                    runner.abort()  # roll back and drop the writer; the next try opens a new one
                     raise
                 return c
         except TransientError:

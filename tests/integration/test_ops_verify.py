@@ -121,7 +121,9 @@ def _changes(src: dict, db: str, table: str) -> list[Change]:
     with _conn(src, db) as c, c.cursor() as cur:
         cur.execute("SET time_zone = '+00:00'")
         cols, pk = source_columns(cur, db, table)
-        cur.execute(f"SELECT * FROM `{table}`")
+        # FLOAT as the stored float32 (its text has 6 digits), as capture and the full load send it
+        cur.execute(f"SELECT {', '.join(f'CAST(`{n}` AS DOUBLE)' if dt == 'float' else f'`{n}`' for n, dt, _ in cols)} "
+                    f"FROM `{table}`")
         rows = cur.fetchall()
     types = {n: ct for n, _, ct in cols}
     return [Change("INSERT", db, table, {n: dml_text(dt, ct, v) for (n, dt, ct), v in zip(cols, r, strict=True)},
@@ -135,7 +137,10 @@ def _fill(cfg, src, tgt, db, tdb) -> None:
             cb.execute(ca.fetchone()[1])
             ca.execute("SET time_zone = '+00:00'")
             cb.execute("SET time_zone = '+00:00'")
-            ca.execute(f"SELECT * FROM `{t}`")
+            ca.execute("SELECT COLUMN_NAME, DATA_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s "
+                       "AND TABLE_NAME = %s ORDER BY ORDINAL_POSITION", (db, t))
+            sel = ", ".join(f"CAST(`{n}` AS DOUBLE)" if dt == "float" else f"`{n}`" for n, dt in ca.fetchall())
+            ca.execute(f"SELECT {sel} FROM `{t}`")  # FLOAT as the stored float32, not its 6-digit text
             rows = ca.fetchall()
             cb.executemany(f"INSERT INTO `{t}` VALUES ({', '.join(['%s'] * len(rows[0]))})", rows)
     for group, table in (("gpg", "typed"), ("ges", "people"), ("ghb", "amounts")):
