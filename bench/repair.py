@@ -88,12 +88,15 @@ def wait_caught_up(cfg: Path, timeout: float = 1800) -> None:
     from pipeline.store import open_store
 
     store = open_store(load_config(cfg), create=False)
+
+    def pending() -> int:  # a group that never synced has every stored row pending
+        return sum(b.rows for b in store.batches(store.cursor("g1")))
+
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        st = store.status()
-        if st["groups"]["g1"]["pending_rows"] == 0 and st.get("last_position"):
-            time.sleep(3)
-            if store.status()["groups"]["g1"]["pending_rows"] == 0:
+        if pending() == 0:
+            time.sleep(3)  # what capture stores meanwhile shows up
+            if pending() == 0:
                 return
         time.sleep(1)
     raise SystemExit("the follower did not catch up")
@@ -132,9 +135,9 @@ def main() -> None:
     db = f"bench_rep_{uuid.uuid4().hex[:6]}"
     tdb = f"{db}_copy"
     t0 = time.perf_counter()
-    sql(src, "SET SESSION sql_log_bin = 0", f"CREATE DATABASE `{db}`", DDL.format(t=f"`{db}`.sbtest1"),
+    sql(src, "SET SESSION sql_log_bin = 0", f"CREATE DATABASE `{db}`", f"USE `{db}`", DDL.format(t=f"`{db}`.sbtest1"),
         FILL.format(t=f"`{db}`.sbtest1", n=args.rows), f"ANALYZE TABLE `{db}`.sbtest1")
-    sql(tgt, f"CREATE DATABASE `{tdb}`", DDL.format(t=f"`{tdb}`.sbtest1"),
+    sql(tgt, f"CREATE DATABASE `{tdb}`", f"USE `{tdb}`", DDL.format(t=f"`{tdb}`.sbtest1"),
         FILL.format(t=f"`{tdb}`.sbtest1", n=args.rows))
     print(f"generated {args.rows} rows on both servers in {time.perf_counter() - t0:.1f} s")
     results = {}
@@ -163,7 +166,7 @@ def main() -> None:
                         "--partitions", str(args.partitions), "--json")
                 t = json.loads(p.stdout.strip().splitlines()[-1])["tables"][f"{db}.sbtest1"]
                 return (f"{t['chunks']} chunks, {t['differing']} differed, {t['upserted']} upserted, "
-                        f"{t['deleted']} deleted, lock held {t['lock_held']:.1f} s")
+                        f"{t['deleted']} deleted, lock held {t['lock_held']:.1f} s, waited {t['lock_wait']:.1f} s")
 
             def pt_table_sync() -> str:
                 dsn = "h={h},P={p},u={u},p={pw},D={d},t=sbtest1"

@@ -56,6 +56,7 @@ class DocChunks:
             plan = doc_plan(self.mapping)
             applier = ChunkApplier(self.target, plan, self.mapping, ApplyStats())
             src, db = applier.for_verify()
+            db = db or self.t.meta.database  # unqualified SQL: the database the sync meets its changes in
             self._es = (plan, applier, src, db, bulk.client(self.target), requery)
         plan, applier, src, db, _, rq = self._es
         out = {}

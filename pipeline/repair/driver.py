@@ -79,15 +79,17 @@ class RepairSummary:
 
 
 class _Progress(ProgressServer):
-    """The full load's progress channel, counting chunks."""
+    """The full load's progress channel, counting chunks (of ``chunk`` rows: rows/s estimated)."""
+
+    chunk = 1000
 
     def report(self, now: float) -> None:
         done = sum(self.done.values())
         secs = now - self.t0
         rate = done / secs if secs > 0 else 0.0
         eta = round(max(self.total - done, 0) / rate) if rate > 0 else None
-        log.info("repair progress", chunks=done, est_chunks=self.total, chunks_per_s=round(rate, 1), eta_s=eta,
-                 ranges=f"{len(self.done)}/{self.nunits} started")
+        log.info("repair progress", chunks=done, est_chunks=self.total, chunks_per_s=round(rate, 1),
+                 rows_per_s=round(rate * self.chunk), eta_s=eta, ranges=f"{len(self.done)}/{self.nunits} started")
 
 
 def lock_path(cfg: Config, group: str) -> str | None:
@@ -132,6 +134,8 @@ def run_repair(cfg: Config, plan: Any, spark: Any, *, midxs: list[int] | None = 
         return _finish(cfg, plan, summary, chosen, position, dry_run, 0, t0)
     est_chunks = sum(max(1, math.ceil(t.meta.est_rows / chunk)) for t in chosen)
     server = _open_progress(spark, est_chunks, len(units), progress_every)
+    if server is not None:
+        server.chunk = chunk
     ctx = RepairContext(JobContext(plan.mappings, plan.mapping_target, plan.targets), cfg.source, flavor,
                         plan.group_id, None if dry_run else lock_path(cfg, plan.group_id), tuple(chosen),
                         tuple(units), chunk, dry_run, server.addr if server else None)

@@ -93,9 +93,11 @@ def _tables_of_mapping(conn: Any, plan: Any, midx: int, mapping: Any, kind: str,
         from adapters.es.plan import doc_plan
 
         dp = doc_plan(mapping)
-        database = dp.main_schema or _route_database(plan, midx) or _es_source_database(target, mapping)
+        database = (dp.main_schema or _route_database(plan, midx) or _es_source_database(target, mapping)
+                    or _captured_database(conn, plan.config, dp.main_table))
         if not database:
-            raise ConfigError(mapping.file, "esMapping.sql", f"the main table {dp.main_table} names no database",
+            raise ConfigError(mapping.file, "esMapping.sql", f"the main table {dp.main_table} names no database, "
+                              "and no single captured database has it",
                               hint="write schema.table in the SQL, or give dataSourceKey a jdbc url with a database")
         return [(database, dp.main_table, None, f"index {dp.index}")]
     spec = mapping.spec
@@ -117,6 +119,18 @@ def _es_source_database(target: Any, mapping: Any) -> str | None:
         return target.source_for(mapping).database
     except Exception:  # noqa: BLE001 - no such data source: the error below names the mapping
         return None
+
+
+def _captured_database(conn: Any, cfg: Any, table: str) -> str | None:
+    """The one database holding ``table`` whose changes capture stores (its filter), as the sync meets
+    them; None when none or several do."""
+    with conn.cursor() as cur:
+        cur.execute("SELECT TABLE_SCHEMA FROM information_schema.TABLES WHERE TABLE_NAME = %s AND "
+                    "TABLE_TYPE = 'BASE TABLE'", (table,))
+        found = [str(r[0]) for r in cur.fetchall()]
+    flt = getattr(cfg.source, "filter", None)
+    hits = [d for d in found if flt is None or flt.matches(d, table)]
+    return hits[0] if len(hits) == 1 else None
 
 
 def _typed(meta: TableMeta, r: R.KeyRange) -> R.KeyRange:

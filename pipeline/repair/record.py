@@ -108,7 +108,7 @@ def _add_waiver(root: Path, database: str, table: str, upto: dict) -> bool:
     try:
         from pipeline.capture.waivers import add_waiver
     except ImportError:  # capture's waivers are not in this build: nothing skips a statement
-        log.warning("capture has no waivers here: a statement-format DML before the repair still stops capture",
+        log.info("capture has no waivers here: a statement-format DML before the repair still stops capture",
                     table=f"{database}.{table}")
         return False
     add_waiver(root, database, table, upto)

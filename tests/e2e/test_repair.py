@@ -112,7 +112,7 @@ def test_repair_while_sysbench_writes_and_follow_applies(kind, tmp_path, mariadb
         for partitions in (4, 1):
             damage(dep)
             assert differing(dep) > 1000
-            load = dep.workload(seconds=240, rate=30)
+            load = dep.workload(seconds=1800, rate=30)
             time.sleep(3)
             out = sluice("repair", "--config", str(dep.cfg), "--group", "g1", "--partitions", str(partitions),
                          "--chunk-size", "400", "--json", timeout=600)

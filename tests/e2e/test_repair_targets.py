@@ -65,7 +65,7 @@ def test_repair_of_an_index_and_an_hbase_table_while_writes_go_on(kind, tmp_path
         _wait_converged(dep, follower, 300)
         (_damage_es if kind == "es" else _damage_hbase)(dep)
         assert dep.compare()[1] >= 40
-        load = dep.workload(seconds=240, rate=20)
+        load = dep.workload(seconds=1800, rate=20)
         time.sleep(3)
         out = sluice("repair", "--config", str(dep.cfg), "--group", "g1", "--chunk-size", "100", "--json",
                      timeout=600)
@@ -97,7 +97,7 @@ def test_a_mapping_added_to_a_running_follower_is_backfilled(tmp_path, mariadb, 
         while dep.source_rows("sbtest1") != dep.target_rows("sbtest1"):
             assert time.monotonic() < deadline and follower.proc.poll() is None, follower.output()
             time.sleep(1)
-        load = dep.workload(seconds=240, rate=20)
+        load = dep.workload(seconds=1800, rate=20)
         time.sleep(3)
         mapping.write_text(body)   # added to the running deployment
         time.sleep(5)
