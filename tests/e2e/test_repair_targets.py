@@ -108,7 +108,8 @@ def test_a_mapping_added_to_a_running_follower_is_backfilled(tmp_path, mariadb, 
         time.sleep(2)
         load.kill()
         tables = last_json(out.stdout)["tables"]
-        assert list(tables) == [f"{dep.db}.sbtest2"] and tables[f"{dep.db}.sbtest2"]["upserted"] >= 400, tables
+        # the follower inserted the rows sysbench wrote since the mapping was added; the repair the others
+        assert list(tables) == [f"{dep.db}.sbtest2"] and tables[f"{dep.db}.sbtest2"]["upserted"] >= 250, tables
         _wait_converged(dep, follower, 300)
     finally:
         if follower is not None:
