@@ -34,6 +34,8 @@ log = logging.getLogger("sluice.store")
 
 #: how long a job waits for a lock whose holder is brief before it is refused as held
 BRIEF_WAIT = 300.0
+#: how long a job waits for a holder that has not recorded itself (yet, or any more)
+UNRECORDED_WAIT = 5.0
 #: a ``.wait`` file touched within this many seconds means a job waits for the lock
 WAITER_FRESH = 1.0
 _POLL = 0.02
@@ -154,7 +156,7 @@ def acquire(path: Path, name: str, what_to_do: str, *, brief: bool = False,
         raise StoreError(f"{path}: cannot open the {name} lock file: {e}",
                          hint="check that the store directory exists and is writable") from e
     waiter = path.with_name(path.name + ".wait")
-    deadline = None
+    started = None
     waited = False
     try:
         while True:
@@ -166,22 +168,23 @@ def acquire(path: Path, name: str, what_to_do: str, *, brief: bool = False,
                 break
             except BlockingIOError:
                 now = time.monotonic()
+                started = now if started is None else started
                 if brief:
                     limit = wait
                 else:
-                    holder = _holder_soon(path)
-                    if holder is None or not holder.brief:
+                    holder = read_holder(path)
+                    if holder is None:  # between flock() and recording itself, or clearing and unlocking
+                        limit = UNRECORDED_WAIT
+                    elif holder.brief:
+                        limit = BRIEF_WAIT
+                        if not waited:
+                            log.info("waiting for the %s lock %s: its holder keeps it briefly", name, path)
+                    else:
                         raise _held_error(path, name, what_to_do) from None
-                    limit = BRIEF_WAIT
-                if deadline is None:
-                    deadline = now + limit if limit is not None else None
-                    if not brief:
-                        log.info("waiting for the %s lock %s: its holder keeps it briefly", name, path)
-                elif deadline is not None and now >= deadline:
-                    raise _held_error(path, name, what_to_do) from None
-                if not brief:
                     _touch(waiter)
                     waited = True
+                if limit is not None and now - started >= limit:
+                    raise _held_error(path, name, what_to_do) from None
                 time.sleep(_POLL)
             except OSError as e:
                 raise StoreError(f"{path}: cannot lock: {e}",
@@ -205,16 +208,6 @@ def acquire(path: Path, name: str, what_to_do: str, *, brief: bool = False,
     if previous is not None:
         _log_takeover(name, path, previous)
     return HeldLock(name, path, info, previous, fd, [])
-
-
-def _holder_soon(path: Path) -> LockInfo | None:
-    """The recorded holder, allowing a new holder the moment between flock() and writing its info."""
-    for _ in range(5):
-        holder = read_holder(path)
-        if holder is not None:
-            return holder
-        time.sleep(_POLL)
-    return None
 
 
 def _waiter_fresh(waiter: Path) -> bool:
