@@ -118,7 +118,8 @@ def phase(name: str, run, src: dict, tgt: dict, db: str, tdb: str, cfg: Path, ar
         load.wait()
     wait_caught_up(cfg)
     left = differing(cfg)
-    print(f"{name}: {secs:.1f} s, {touched} rows damaged, {left} rows differ after the follower caught up; {detail}")
+    print(f"{name}: {secs:.1f} s, {touched} rows damaged, {left} rows differ after the follower caught up; {detail}",
+          flush=True)
     return {"seconds": secs, "touched": touched, "left": left, "detail": detail}
 
 
