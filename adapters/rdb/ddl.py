@@ -5,7 +5,8 @@ target one wherever it qualifies a name (``src.t`` / ```src`.`t```), on a connec
 current database is the target's (unqualified names). Replays are idempotent: an error
 code that means "this was applied already" for that kind of statement (table exists,
 unknown table, duplicate column/key, can't drop a missing column/key, ...) is logged and
-treated as done. With a ``seq`` the statement is also recorded in the target database's
+treated as done. Character columns get the collations the source gave them, named as the target
+knows them (:mod:`adapters.rdb.charsets`). With a ``seq`` the statement is also recorded in the target database's
 ``_sluice_ddl_applied`` table and never run twice (so a replayed CREATE of a table that a
 later RENAME moved away is not re-created). The record is written *before* the statement runs
 (``done = 0``) and marked done after it: MySQL DDL is not transactional, and a statement can
@@ -25,9 +26,10 @@ from typing import TYPE_CHECKING
 from sqlalchemy.exc import SQLAlchemyError
 
 from adapters.base import DdlChange
-from adapters.rdb import dbsequence
+from adapters.rdb import charsets, dbsequence
 from adapters.rdb.config import RdbTable
 from adapters.rdb.errors import classify, db_text
+from pipeline.errors import SluiceError
 from pipeline.logs import get_logger
 from pipeline.source.mysqltypes import quote_ident
 
@@ -139,6 +141,10 @@ def apply_ddl(w: RdbWriter, route: RdbTable | None, ddl: DdlChange) -> None:
                     cur.execute(f"INSERT INTO {qdb}.{LOG_TABLE} (source_db, seq, sql_sha1, scope, done) "
                                 "VALUES (%s, %s, %s, %s, 0)", (*mark, _scope(w)))
             cur.execute("USE " + qdb)
+            if ddl.kind in ("CREATE", "ALTER", "CINDEX"):  # collations as the source understood them
+                source = w.source_charsets() if w.source_charsets is not None and ddl.kind != "CINDEX" else None
+                sql = charsets.rewrite(sql, ddl.kind, ddl.database, source,
+                                       charsets.target_collations(cur, w.target), ddl.table)
             try:
                 cur.execute(sql)
                 log.info("ddl replayed", database=target_db, table=ddl.table, kind=ddl.kind)
@@ -152,6 +158,8 @@ def apply_ddl(w: RdbWriter, route: RdbTable | None, ddl: DdlChange) -> None:
                             "WHERE source_db = %s AND seq = %s AND sql_sha1 = %s", mark)
         finally:
             cur.close()
+    except SluiceError:  # a refused collation, an unreachable source: said already
+        raise
     except Exception as e:  # noqa: BLE001 - a raw DBAPI error: classified below
         err = classify(e, w.target, table=f"{target_db}.{ddl.table}", action=f"replay {ddl.kind} DDL on",
                        hint=f"the statement was: {sql[:300]}")

@@ -55,7 +55,7 @@ class TableInfo:
     name: str
     columns: dict[str, ColumnInfo]
     pk: tuple[str, ...]
-    unique: tuple[tuple[str, ...], ...]  # PK and unique constraints/indexes
+    unique: tuple[tuple[str, ...], ...]  # PK and unique constraints/indexes ("(expr)": a functional key part)
     plans: dict[Any, Any] = field(default_factory=dict)  # writer plans derived from this shape
     fks: tuple[ForeignKey, ...] = ()  # foreign keys of this table (it is the child)
     unique_names: tuple[str, ...] = ()  # the name of each entry of ``unique`` (messages)
@@ -90,7 +90,8 @@ def table_info(conn: Connection, target_key: Any, family: str, schema: str | Non
     with _lock:
         if key in _cache and _cache[key] is not None:
             return _cache[key]
-    info = _reflect_mysql(conn, schema, table) if family == "mysql" else _reflect(conn, family, schema, table)
+    info = _reflect_mysql(conn, schema, table, target_key) if family == "mysql" else \
+        _reflect(conn, family, schema, table)
     with _lock:
         _cache[key] = info
     return info
@@ -127,8 +128,9 @@ def _reflect(conn: Connection, family: str, schema: str | None, table: str) -> T
         unique.append(tuple(u["column_names"]))
         names.append(u.get("name") or "")
     for i in insp.get_indexes(table, schema=schema):
-        if i.get("unique") and None not in i["column_names"] and tuple(i["column_names"]) not in unique:
-            unique.append(tuple(i["column_names"]))
+        parts = key_parts(i["column_names"], i.get("expressions"))
+        if i.get("unique") and None not in parts and parts not in unique:
+            unique.append(parts)
             names.append(i.get("name") or "")
     fks = tuple(ForeignKey(f.get("name") or "", tuple(f["constrained_columns"]), f.get("referred_schema") or schema,
                            f["referred_table"], tuple(f["referred_columns"]),
@@ -138,6 +140,13 @@ def _reflect(conn: Connection, family: str, schema: str | None, table: str) -> T
     if family == "postgresql":
         _pg_collations(conn, columns)
     return TableInfo(schema, table, columns, pk, tuple(unique), fks=fks, unique_names=tuple(names))
+
+
+def key_parts(columns: list, expressions: list | None) -> tuple:
+    """A key's parts: column names, and ``(expression)`` for a functional key part (a unique index
+    on an expression constrains rows like any unique key); None for a part that is neither."""
+    exprs = expressions or [None] * len(columns)
+    return tuple(c if c is not None else f"({e})" if e else None for c, e in zip(columns, exprs, strict=False))
 
 
 def _pg_collations(conn: Connection, columns: dict[str, ColumnInfo]) -> None:
@@ -164,7 +173,20 @@ def _mysql_type(data_type: str, column_type: str, ischema: dict) -> sa.TypeEngin
         return sa.NullType()
 
 
-def _reflect_mysql(conn: Connection, schema: str | None, table: str) -> TableInfo | None:
+_expressions: dict[Any, bool] = {}
+
+
+def _has_expressions(conn: Connection, target_key: Any) -> bool:
+    """True if the server reports functional key parts (information_schema.STATISTICS.EXPRESSION:
+    MySQL 8.0.13+; MariaDB has no functional indexes)."""
+    if target_key not in _expressions:
+        _expressions[target_key] = bool(conn.exec_driver_sql(
+            "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = 'information_schema' "
+            "AND TABLE_NAME = 'STATISTICS' AND COLUMN_NAME = 'EXPRESSION'").scalar())
+    return _expressions[target_key]
+
+
+def _reflect_mysql(conn: Connection, schema: str | None, table: str, target_key: Any = None) -> TableInfo | None:
     db = "%s" if schema is not None else "DATABASE()"
     params = (schema, table) if schema is not None else (table,)
     rows = conn.exec_driver_sql(
@@ -178,13 +200,14 @@ def _reflect_mysql(conn: Connection, schema: str | None, table: str) -> TableInf
     columns = {r[0]: ColumnInfo(r[0], _mysql_type(r[1].lower(), r[2], ischema), r[3] == "YES", r[4], r[5],
                                 octets=None if r[6] is None else int(r[6]),
                                 generated=bool(_GENERATED.search(r[7] or ""))) for r in rows}
+    expr = "EXPRESSION" if _has_expressions(conn, target_key) else "NULL"
     idx = conn.exec_driver_sql(
-        "SELECT INDEX_NAME, COLUMN_NAME FROM information_schema.STATISTICS "
+        f"SELECT INDEX_NAME, COLUMN_NAME, {expr} FROM information_schema.STATISTICS "
         f"WHERE TABLE_SCHEMA = {db} AND TABLE_NAME = %s AND NON_UNIQUE = 0 "
         "ORDER BY INDEX_NAME, SEQ_IN_INDEX", params).fetchall()
     groups: dict[str, list[str]] = {}
-    for name, col in idx:
-        groups.setdefault(name, []).append(col)
+    for name, col, expression in idx:
+        groups.setdefault(name, []).extend(key_parts([col], [expression]))
     pk = tuple(groups.pop("PRIMARY", ()))
     others = [(k, tuple(v)) for k, v in groups.items() if None not in v]
     unique = ([pk] if pk else []) + [v for _, v in others]

@@ -15,6 +15,7 @@ ordered groups are real UPDATEs (the target's ``ON UPDATE CASCADE`` acts).
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -24,6 +25,7 @@ from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from adapters.base import Change, DdlChange, Writer
 from adapters.rdb import dbsequence
 from adapters.rdb import ddl as ddl_mod
+from adapters.rdb.charsets import SourceCharsets
 from adapters.rdb.check import check_cascades, check_mapping
 from adapters.rdb.chunk import ChunkApply
 from adapters.rdb.client import engine_for
@@ -53,6 +55,8 @@ class RdbWriter(Writer):
         self.sql: Sql | None = None
         self._routes: dict[tuple, tuple[Any, RdbTable]] = {}
         self.progress: Progress | None = None  # positions of ordered tables (set by ``track``)
+        #: the source's charset defaults for replayed DDL (set by the job's driver: a callable that reads them)
+        self.source_charsets: Callable[[], SourceCharsets] | None = None
         self.sequence = Sequencer(self)
 
     def track(self, scope: str, generation: int = 0, recaptures: tuple[tuple[int, int], ...] = ()) -> None:

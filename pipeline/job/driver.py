@@ -25,6 +25,7 @@ from adapters.registry import make_writer, reset_caches
 from pipeline.config import Config
 from pipeline.errors import SluiceError, TransientError
 from pipeline.job.accumulators import merge, new_counter
+from pipeline.job.collations import source_charsets_reader
 from pipeline.job.group import GroupPlan, load_group
 from pipeline.job.partition import JobContext, apply_function
 from pipeline.job.plan import partitioned_changes, segments
@@ -319,6 +320,8 @@ def _apply_ddl_once(plan: GroupPlan, midx: int, ddl: DdlChange, scope: str) -> N
     writer = make_writer(kind, target, same)
     if hasattr(writer, "track"):
         writer.track(scope)  # the DDL ledger records which store and group replayed it
+    if hasattr(writer, "source_charsets"):
+        writer.source_charsets = source_charsets_reader(plan)
     try:
         writer.open()
         if ddl.kind == "TRUNCATE":

@@ -15,6 +15,7 @@ from pipeline.config import Config
 from pipeline.errors import ConfigError, GrantError, SourceError
 from pipeline.job import checked
 from pipeline.job.cascades import SourceFk, expected_cascades, read_source_fks
+from pipeline.job.collations import check_key_collations
 from pipeline.job.keyfold import KeyPlan
 from pipeline.job.routing import Route, routes_for
 from pipeline.logs import get_logger
@@ -87,6 +88,8 @@ class GroupPlan:
                 make_writer(kind, target, used).check(None if cascades is None else cascades.get(tid, []))
             elif used:
                 make_writer(kind, target, used).check()
+        if cascades is not None:  # the source answered, and every target did just now
+            check_key_collations(self)
         if cascades is not None and store is not None:  # every check passed with the source
             checked.remember(store.root, self.config, db)
 

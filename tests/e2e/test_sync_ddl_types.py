@@ -2,7 +2,8 @@
 
 * mirror DB: DDL of every kind interleaved with DML converges, schema and data, also for a
   table without a primary key, and a full replay (cursor 0) after DROP COLUMN converges too;
-* the every-type table arrives equal in MariaDB and by the documented mapping in PostgreSQL;
+* the every-type table arrives equal in MariaDB and by the documented mapping in PostgreSQL, from
+  MariaDB and from Oracle MySQL (then also equal in a MySQL mirror);
 * a column added in the source that the (non-mirror, mapAll) target lacks stops the run
   with a clear message instead of being dropped silently, and nothing is acked.
 """
@@ -18,7 +19,7 @@ import pytest
 from adapters.rdb.values import suggest_type
 from tests.integration.test_capture_types import DDL as TYPES_DDL
 from tests.integration.test_capture_types import ROWS as TYPES_ROWS
-from tests.support import sysbench
+from tests.support import matrix, sysbench
 from tests.support.compare import diff_databases
 from tests.support.deploy import rdb_adapter, sluice, write_deployment
 
@@ -111,69 +112,71 @@ def test_mirror_ddl_of_every_kind_converges(tmp_path, mariadb, mariadb_target):
     sysbench.drop_database(mariadb_target, tdb)
 
 
-@pytest.fixture()
-def types_source(mariadb):
-    db = f"typ_{uuid.uuid4().hex[:6]}"
-    yield db
-    sysbench.drop_database(mariadb, db)
-
-
 #: Sluice's own processes (capture, the Spark driver and executors) in a zone with DST that is
 #: neither UTC nor the servers' (America/New_York): no value may depend on the local zone
 SLUICE_TZ = {"TZ": "Europe/Berlin"}
+#: per source, the mirror targets besides PostgreSQL's mapAll table
+TYPE_MIRRORS = {"mariadb": ("maria",), "mysql": ("maria", "mysql")}
 
 
-def test_every_type_reaches_mariadb_and_postgresql(tmp_path, mariadb, mariadb_target, postgres, types_source):
-    db, tdb = types_source, f"{types_source}_m"
-    sysbench.create_database(mariadb_target, tdb)
+@pytest.mark.parametrize("source", list(TYPE_MIRRORS))
+def test_every_type_reaches_mariadb_and_postgresql(tmp_path, source, request, postgres):
+    """Every type from each source: equal in each MySQL-family mirror (MariaDB's and, from Oracle
+    MySQL, MySQL's), and by the documented mapping in PostgreSQL."""
+    servers = matrix.Servers.of(request, source, TYPE_MIRRORS[source])
+    src = servers.source
+    db = f"typ_{uuid.uuid4().hex[:6]}"
     pg_schema = db
     with psycopg.connect(host=postgres["host"], port=postgres["port"], user=postgres["user"],
                          password=postgres["password"], dbname=postgres["database"], autocommit=True) as c:
         c.execute(f'CREATE SCHEMA "{pg_schema}"')
-    mirror = {"groupId": "g1", "outerAdapterKey": "maria", "dbMapping": {"mirrorDb": True, "database": db,
-                                                                          "targetDb": tdb}}
-    to_pg = {"groupId": "g2", "outerAdapterKey": "pg",
-             "dbMapping": {"database": db, "table": "types", "targetTable": f"{pg_schema}.types",
-                           "targetPk": {"id": "id"}, "mapAll": True}}
-    pg_adapter = rdb_adapter(postgres, "pg", postgres["database"], dialect="postgresql")
-    cfg = write_deployment(tmp_path, mariadb, name=db, include=rf"{db}\..*",
-                           groups=[{"groupId": "g1", "outerAdapters": [rdb_adapter(mariadb_target, "maria", tdb)],
-                                    "mappings": ["mappings/mirror.yml"]},
-                                   {"groupId": "g2", "outerAdapters": [pg_adapter], "mappings": ["mappings/pg.yml"]}],
-                           mappings={"mirror.yml": mirror, "pg.yml": to_pg})
+    groups, mappings = [], {}
+    for kind in TYPE_MIRRORS[source]:
+        adapter = servers.create(kind, f"{db}_{kind}", kind)
+        mappings[f"{kind}.yml"] = {"groupId": kind, "outerAdapterKey": kind,
+                                   "dbMapping": {"mirrorDb": True, "database": db, "targetDb": f"{db}_{kind}"}}
+        groups.append({"groupId": kind, "outerAdapters": [adapter], "mappings": [f"mappings/{kind}.yml"]})
+    mappings["pg.yml"] = {"groupId": "pg", "outerAdapterKey": "pg",
+                          "dbMapping": {"database": db, "table": "types", "targetTable": f"{pg_schema}.types",
+                                        "targetPk": {"id": "id"}, "mapAll": True}}
+    groups.append({"groupId": "pg", "outerAdapters": [rdb_adapter(postgres, "pg", postgres["database"],
+                                                                  dialect="postgresql")],
+                   "mappings": ["mappings/pg.yml"]})
+    cfg = write_deployment(tmp_path, src, name=db, include=rf"{db}\..*", groups=groups, mappings=mappings)
     sluice("capture", "--config", str(cfg), "--once", env=SLUICE_TZ)
-    _exec(mariadb, f"CREATE DATABASE `{db}`")
-    _exec(mariadb, "SET sql_mode = 'NO_ENGINE_SUBSTITUTION'", "SET time_zone = 'America/New_York'",
+    _exec(src, f"CREATE DATABASE `{db}`")
+    _exec(src, "SET sql_mode = 'NO_ENGINE_SUBSTITUTION'", "SET time_zone = 'America/New_York'",
           TYPES_DDL.format(db=db),
           *[f"INSERT INTO {db}.types VALUES {r}" for r in TYPES_ROWS],
           f"UPDATE {db}.types SET bu = 1, vb = x'FF00', ts6 = '2030-06-01 12:00:00.5' WHERE id = 2",
           f"DELETE FROM {db}.types WHERE id = 3")
-    cols = _exec(mariadb, "SELECT COLUMN_NAME, COLUMN_TYPE FROM information_schema.COLUMNS WHERE "
-                          f"TABLE_SCHEMA='{db}' AND TABLE_NAME='types' ORDER BY ORDINAL_POSITION")
+    cols = _exec(src, "SELECT COLUMN_NAME, COLUMN_TYPE FROM information_schema.COLUMNS WHERE "
+                      f"TABLE_SCHEMA='{db}' AND TABLE_NAME='types' ORDER BY ORDINAL_POSITION")
     ddl = ", ".join(f'"{c}" {suggest_type("postgresql", t)}' for c, t in cols)
     with psycopg.connect(host=postgres["host"], port=postgres["port"], user=postgres["user"],
                          password=postgres["password"], dbname=postgres["database"], autocommit=True) as c:
         c.execute(f'CREATE TABLE "{pg_schema}".types ({ddl}, PRIMARY KEY (id))')
-    sluice("capture", "--config", str(cfg), "--once", env=SLUICE_TZ)
-    sluice("sync", "--config", str(cfg), "--group", "g1", env=SLUICE_TZ)
-    sluice("sync", "--config", str(cfg), "--group", "g2", env=SLUICE_TZ)
-    diff = diff_databases(mariadb, db, mariadb_target, tdb)
-    assert diff == {"types": 0}, diff
+    sluice("run", "--config", str(cfg), env=SLUICE_TZ)  # capture, then every group in one Spark session
+    for kind in TYPE_MIRRORS[source]:
+        diff = servers.diff(kind, db, f"{db}_{kind}")
+        assert diff == {"types": 0}, (kind, diff)
     # PostgreSQL: every column by the documented mapping (docs/rdb.md, "Values")
     types = dict(cols)
-    src = _source_canonical(mariadb, db, types)
+    want = _source_canonical(src, db, types)
     with psycopg.connect(host=postgres["host"], port=postgres["port"], user=postgres["user"],
                          password=postgres["password"], dbname=postgres["database"], autocommit=True) as c:
         got = _pg_canonical(c, pg_schema, types)
-        assert sorted(got) == sorted(src) == ["1", "2"]
-        for key, row in src.items():
+        assert sorted(got) == sorted(want) == ["1", "2"]
+        for key, row in want.items():
             for col, mtype in types.items():
-                want, have = _pg_expected(mtype, row[col]), got[key][col]
-                if mtype == "json" and want is not None:
-                    want, have = json.loads(want), json.loads(have)
-                assert want == have, (key, col, mtype, row[col], have)
+                expected, have = _pg_expected(mtype, row[col]), got[key][col]
+                if mtype == "json" and expected is not None:
+                    expected, have = json.loads(expected), json.loads(have)
+                assert expected == have, (key, col, mtype, row[col], have)
         c.execute(f'DROP SCHEMA "{pg_schema}" CASCADE')
-    sysbench.drop_database(mariadb_target, tdb)
+    for kind in TYPE_MIRRORS[source]:
+        servers.drop(kind, f"{db}_{kind}")
+    sysbench.drop_database(src, db)
 
 
 def test_new_source_column_stops_a_mapall_mapping_and_acks_nothing(tmp_path, mariadb, mariadb_target):

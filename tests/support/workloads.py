@@ -45,10 +45,23 @@ def _tx(cur, *stmts: tuple[str, Any]) -> None:
 KEYS_DDL = [
     "CREATE TABLE b (k1 INT NOT NULL, k2 VARCHAR(10) COLLATE utf8mb4_general_ci NOT NULL, v INT, "
     "PRIMARY KEY (k1, k2))",
-    "CREATE TABLE s (id VARCHAR(20) COLLATE utf8mb4_unicode_ci NOT NULL PRIMARY KEY, v VARCHAR(20))",
+    # the database default (the suite's MariaDB: utf8mb4_unicode_ci): a mirror must name it
+    "CREATE TABLE s (id VARCHAR(20) NOT NULL PRIMARY KEY, v VARCHAR(20))",
     "CREATE TABLE u (id INT NOT NULL PRIMARY KEY, email VARCHAR(40) COLLATE utf8mb4_general_ci, n INT, "
     "UNIQUE KEY email (email))",
     "CREATE TABLE uk (code VARCHAR(10) COLLATE utf8mb4_general_ci NOT NULL, v INT, UNIQUE KEY code (code))",
+    "CREATE TABLE nk (a INT, b VARCHAR(10))",
+]
+#: the same tables on Oracle MySQL: keys under its NO PAD collations (the default
+#: ``utf8mb4_0900_ai_ci``, named or not, and ``utf8mb4_0900_as_ci``: ``'z'`` and ``'z '`` are two keys,
+#: case -- and for ``ai`` accents -- still fold), and one PAD SPACE key as on MariaDB
+KEYS_DDL_MYSQL = [
+    "CREATE TABLE b (k1 INT NOT NULL, k2 VARCHAR(10) NOT NULL, v INT, PRIMARY KEY (k1, k2))",
+    "CREATE TABLE s (id VARCHAR(20) COLLATE utf8mb4_unicode_ci NOT NULL PRIMARY KEY, v VARCHAR(20))",
+    "CREATE TABLE u (id INT NOT NULL PRIMARY KEY, email VARCHAR(40) COLLATE utf8mb4_0900_ai_ci, n INT, "
+    "UNIQUE KEY email (email))",
+    "CREATE TABLE uk (code VARCHAR(10) CHARACTER SET utf8mb4 COLLATE utf8mb4_0900_as_ci NOT NULL, v INT, "
+    "UNIQUE KEY code (code))",
     "CREATE TABLE nk (a INT, b VARCHAR(10))",
 ]
 KEYS_DDL_MID = ["ALTER TABLE u ADD COLUMN extra INT", "ALTER TABLE b ADD COLUMN w VARCHAR(5)"]
