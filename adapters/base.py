@@ -55,6 +55,10 @@ class Change(NamedTuple):
     mysql_type: dict[str, str] = {}  # noqa: RUF012 - shared, never modified
     seq: tuple[int, int, int] = (0, 0, 0)
     ordered: bool = False
+    #: False when the source applied the row with foreign key checks off (its rows event's
+    #: NO_FOREIGN_KEY_CHECKS flag: a session with ``foreign_key_checks=0``, or a cascaded row that
+    #: MySQL 9 logs ahead of the parent row that caused it); the target applies it the same way
+    fk_checks: bool = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -150,6 +150,18 @@ def relaxed_prefix(is_mariadb: bool) -> tuple[str, str]:
     return "", f" /*+ SET_VAR(sql_mode = '{MYSQL_RELAXED_MODE}') */"
 
 
+def fk_checks_sql(family: str, on: bool) -> str | None:
+    """The statement that turns the session's foreign key checks (and actions) off or back on for
+    changes the source applied without them; PostgreSQL as its own logical replication applies rows
+    (``session_replication_role = replica``: foreign keys are triggers, not fired then; needs
+    superuser or, PostgreSQL 15+, ``GRANT SET ON PARAMETER session_replication_role``). SQLite: None."""
+    if family == "mysql":
+        return f"SET SESSION foreign_key_checks = {1 if on else 0}"
+    if family == "postgresql":
+        return f"SET LOCAL session_replication_role = {'DEFAULT' if on else 'replica'}"
+    return None
+
+
 def connect_args(target: RdbTarget) -> dict[str, Any]:
     """Driver connect arguments: charset, TLS, and the target's own ``connect_args``."""
     args: dict[str, Any] = {}

@@ -16,7 +16,10 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import replace
+from itertools import groupby
+from operator import attrgetter
 from typing import Any
 
 from sqlalchemy.engine import Connection, CursorResult
@@ -31,7 +34,7 @@ from adapters.rdb.chunk import ChunkApply
 from adapters.rdb.client import engine_for
 from adapters.rdb.config import RdbTable, RdbTarget
 from adapters.rdb.ddl import applied_after
-from adapters.rdb.dialects import dialect_of
+from adapters.rdb.dialects import dialect_of, fk_checks_sql
 from adapters.rdb.errors import classify, connect_error
 from adapters.rdb.plan import Plan, build_plan
 from adapters.rdb.progress import Progress
@@ -169,7 +172,36 @@ class RdbWriter(Writer):
     def apply(self, mapping: Any, changes: list[Change]) -> None:
         if self.conn is None:
             self.open()
-        self.sequence.apply(mapping, changes)
+        if all(c.fk_checks for c in changes):
+            self.sequence.apply(mapping, changes)
+            return
+        for checks, part in groupby(changes, key=attrgetter("fk_checks")):  # in source order
+            if checks:
+                self.sequence.apply(mapping, list(part))
+                continue
+            part = list(part)
+            self._fk_checks(False, f"{part[0].database}.{part[0].table}")
+            try:
+                self.sequence.apply(mapping, part)
+            except BaseException:
+                with suppress(Exception):  # the error that got here counts; the connection is rolled back
+                    self._fk_checks(True)
+                raise
+            self._fk_checks(True)
+
+    def _fk_checks(self, on: bool, table: str = "") -> None:
+        """Foreign key checks off (or back on) for changes the source applied without them."""
+        sql = fk_checks_sql(self.dialect.family, on)
+        if sql is None or self.conn is None:
+            return
+        try:
+            self.conn.exec_driver_sql(sql)
+        except DBAPIError as e:
+            hint = ("grant the target user SET on session_replication_role (PostgreSQL 15+: GRANT SET ON PARAMETER "
+                    f"session_replication_role TO {self.target.username}; before 15 it takes a superuser)"
+                    if self.dialect.family == "postgresql" else None)
+            raise classify(e, self.target, table=table, action="turn foreign key checks off (the source applied "
+                           "these rows without them) for", hint=hint) from None
 
     def ordered_info(self, mapping: Any, c: Change) -> TableInfo | None:
         """The target table of a change, or None when it is missing (applying says so)."""

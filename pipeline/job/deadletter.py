@@ -44,14 +44,15 @@ def entry(mapping, change: Change, key: str, error: str, *, blocked: bool = Fals
             "error": error, "blocked": blocked, "at": now_iso(),
             "change": {"kind": change.kind, "database": change.database, "table": change.table,
                        "data": change.data, "old": change.old, "pkNames": list(change.pk_names),
-                       "mysqlType": change.mysql_type}}
+                       "mysqlType": change.mysql_type, **({} if change.fk_checks else {"fkChecks": False})}}
 
 
 def change_of(e: dict) -> Change:
     """The Change an entry holds (for replay)."""
     c = e["change"]
     return Change(c["kind"], c["database"], c["table"], c.get("data") or {}, c.get("old"),
-                  tuple(c.get("pkNames") or ()), c.get("mysqlType") or {}, (e["batchId"], e["seq"], e["row"]))
+                  tuple(c.get("pkNames") or ()), c.get("mysqlType") or {}, (e["batchId"], e["seq"], e["row"]),
+                  fk_checks=c.get("fkChecks", True))
 
 
 class DeadLetters:

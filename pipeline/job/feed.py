@@ -59,9 +59,10 @@ def changes(batch: pa.RecordBatch, pks: Decoded, types: Decoded) -> tuple[list[i
     o = [None] * len(o) if o.null_count == len(o) else [loads(x) if x else None for x in o.to_pylist()]
     seqs = list(zip(col("batchId").to_pylist(), col("seq").to_pylist(), col("row").to_pylist(), strict=True))
     ordered = col("ordered").to_pylist() if "ordered" in batch.schema.names else [False] * len(seqs)
+    fk = col("fk").to_pylist() if "fk" in batch.schema.names else [True] * len(seqs)
     out = list(map(Change, repeated(col("kind")), repeated(col("database")), repeated(col("table")), d, o,
                    repeated(col("pkNames"), pks.__getitem__), repeated(col("mysqlType"), types.__getitem__),
-                   seqs, ordered))
+                   seqs, ordered, fk))
     return col("midx").to_pylist(), out
 
 

@@ -80,7 +80,7 @@ def split_rows(routed: DataFrame, routes: list[Route], keyed: bool = True, keys:
     row); every other row passes through as is. ``keys``: ordered groups and key folds (None: none),
     see :mod:`pipeline.job.keyfold`; a key-changing UPDATE of an ordered group stays one UPDATE."""
     keys = keys or KeyPlan()
-    kept = ("ridx", "midx", "type", "database", "table", "pkNames", "mysqlType", "batchId", "seq")
+    kept = ("ridx", "midx", "type", "database", "table", "pkNames", "mysqlType", "batchId", "seq", "fkChecks")
     rows = routed.select(*kept, "old", "rowNo", F.posexplode("data").alias("row", "d"))
     # Each DataFrame step is analyzed on its own (tens of ms on a warm driver, 50 ms and more in
     # a small run's cold JVM, paid again by every sync): independent columns are made in one step.
@@ -121,7 +121,8 @@ def split_rows(routed: DataFrame, routes: list[Route], keyed: bool = True, keys:
     cols = ["midx", kind.alias("kind"), "database", "table",
             F.when(first, F.to_json(before)).otherwise(F.col("d")).alias("d"),
             F.when(F.col("changed"), F.lit(None).cast("string")).otherwise(F.col("o")).alias("o"),
-            "pkNames", "mysqlType", "batchId", "seq", "row", "sub", F.col("grp").isNotNull().alias("ordered")]
+            "pkNames", "mysqlType", "batchId", "seq", "row", "sub", F.col("grp").isNotNull().alias("ordered"),
+            F.coalesce(F.col("fkChecks"), F.lit(True)).alias("fk")]
     if keyed:
         row_key = F.when(first, F.col("old_key")).otherwise(F.col("key"))
         by_key = F.concat(F.col("midx").cast("string"), F.lit("\u0002"),

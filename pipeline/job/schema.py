@@ -38,6 +38,8 @@ DML_SCHEMA = StructType([
     StructField("seq", LongType()),
     #: Kafka store: the original row numbers of a record split across partitions (routing.py)
     StructField("rowNo", ArrayType(LongType())),
+    #: false: the rows event's NO_FOREIGN_KEY_CHECKS flag was set (absent: checked)
+    StructField("fkChecks", BooleanType()),
 ])
 
 #: How the job reads a batch line: the row images (``data``/``old`` elements), ``pkNames`` and
@@ -48,7 +50,7 @@ DML_SCHEMA = StructType([
 _AS_TEXT = {"pkNames": StringType(), "data": ArrayType(StringType()), "old": ArrayType(StringType()),
             "mysqlType": StringType()}
 _JOB_FIELDS = ("database", "table", "type", "isDdl", "sql", "pkNames", "data", "old", "mysqlType", "batchId", "seq",
-               "rowNo")
+               "rowNo", "fkChecks")
 JOB_SCHEMA = StructType([StructField(f.name, _AS_TEXT.get(f.name, f.dataType))
                          for f in DML_SCHEMA.fields if f.name in _JOB_FIELDS])
 #: the job's fields, in order (what a Kafka record's value is parsed into)
@@ -56,7 +58,7 @@ KAFKA_FIELDS = tuple(f.name for f in JOB_SCHEMA.fields)
 
 #: One single-row change routed to one mapping (what a partition holds).
 CHANGE_COLUMNS = ["midx", "kind", "database", "table", "d", "o", "pkNames", "mysqlType",
-                  "batchId", "seq", "row", "sub", "ordered"]
+                  "batchId", "seq", "row", "sub", "ordered", "fk"]
 
 #: What each partition returns to the driver.
 RESULT_SCHEMA = StructType([
