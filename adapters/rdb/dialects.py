@@ -24,6 +24,8 @@ MYSQL_TRANSIENT = frozenset({
     1317,  # ER_QUERY_INTERRUPTED
     1927,  # ER_CONNECTION_KILLED (MariaDB)
     4031,  # ER_CLIENT_INTERACTION_TIMEOUT (MySQL 8)
+    1412,  # ER_TABLE_DEF_CHANGED: a table created after the transaction's snapshot (_sluice_progress,
+    #        made on a connection of its own), "please retry transaction"
     2002, 2003, 2006, 2013, 2055,  # CR_CONNECTION_ERROR, CR_CONN_HOST_ERROR, gone away, lost, lost (SSL)
     0,  # pymysql InterfaceError(0, ''): the connection was already closed
 })

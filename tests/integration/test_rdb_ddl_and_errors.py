@@ -10,6 +10,7 @@ from adapters.base import DdlChange
 from adapters.rdb import RdbTable, RdbTarget, make_writer
 from adapters.rdb.client import engine_for
 from adapters.rdb.ddl import rewrite_schema
+from adapters.rdb.errors import classify
 from pipeline.errors import TargetError, TransientError
 from tests.integration.test_rdb_conformance import MariaEnv, PgEnv, apply
 from tests.support.golden import GoldenTable
@@ -117,6 +118,21 @@ def test_connection_refused_is_transient():
     target = RdbTarget(dialect="mysql", host="127.0.0.1", port=1, username="u")
     with pytest.raises(TransientError, match="MySQL error 2003"):
         make_writer(target, ()).open()
+
+
+def test_a_table_newer_than_the_transaction_is_transient(maria):
+    """A table created (on another connection) after the transaction's snapshot, as
+    ``_sluice_progress`` is the first time an ordered table is applied, fails a read with 1412
+    "please retry transaction": the job retries the chunk in a new transaction, it is not terminal."""
+    maria.run(f"CREATE TABLE {maria.qt('older')} (id INT PRIMARY KEY)")
+    with engine_for(maria.target).connect() as conn:
+        conn.exec_driver_sql(f"SELECT * FROM {maria.qt('older')}").fetchall()  # the snapshot
+        maria.run(f"CREATE TABLE {maria.qt('newer')} (id INT PRIMARY KEY)")
+        with pytest.raises(Exception) as raised:
+            conn.exec_driver_sql(f"SELECT * FROM {maria.qt('newer')}").fetchall()
+        conn.rollback()
+    err = classify(raised.value, maria.target, table="newer", action="read")
+    assert isinstance(err, TransientError) and "1412" in str(err), err
 
 
 def test_one_engine_per_target_and_process(maria):
