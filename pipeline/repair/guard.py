@@ -38,6 +38,8 @@ from pipeline.source.connect import connect
 
 #: how long a chunk waits for the group's apply lock (a sync round can take minutes)
 LOCK_WAIT = 1800.0
+#: a task keeps the lock for its next chunks up to this long (a waiting sync waits that long at most)
+LEASE = 0.5
 SNAPSHOT_TRIES = 200
 
 
@@ -73,8 +75,10 @@ class ChunkGuard:
     def __init__(self, lock_path: str | None, source: SourceConfig, flavor: str, group: str):
         self.lock_path, self.source, self.flavor, self.group = lock_path, source, flavor, group
         self.conn: pymysql.connections.Connection | None = None
+        self._lock = None  # the held lock (kept across chunks for LEASE seconds)
+        self._since = 0.0
         self.waited = 0.0  # seconds spent waiting for the lock (reported)
-        self.held = 0.0    # seconds the lock was held
+        self.held = 0.0    # seconds of chunk work under the lock
 
     def _conn(self) -> pymysql.connections.Connection:
         if self.conn is None:
@@ -83,17 +87,19 @@ class ChunkGuard:
 
     @contextmanager
     def hold(self) -> Iterator[Snapshot]:
-        """The lock, then a snapshot that sees everything the group applied (see the module doc)."""
+        """The lock, then a snapshot that sees everything the group applied (see the module doc).
+        The lock is kept for the task's next chunks up to :data:`LEASE` seconds (:meth:`tick` gives
+        it back): each chunk still reads its own snapshot under it."""
         from pipeline.store.locks import acquire
 
-        t0 = time.monotonic()
-        held = None
-        if self.lock_path is not None:
-            held = acquire(Path(self.lock_path), f"apply ({self.group})",
-                           f"sluice repair waits for the group's apply lock between chunks; {self.group!r} is "
-                           "applied by another job", brief=True, wait=LOCK_WAIT)
+        if self.lock_path is not None and self._lock is None:
+            t0 = time.monotonic()
+            self._lock = acquire(Path(self.lock_path), f"apply ({self.group})",
+                                 f"sluice repair waits for the group's apply lock between chunks; {self.group!r} "
+                                 "is applied by another job", brief=True, wait=LOCK_WAIT)
+            self._since = time.monotonic()
+            self.waited += self._since - t0
         t1 = time.monotonic()
-        self.waited += t1 - t0
         conn = self._conn()
         try:
             self._begin(conn)
@@ -102,12 +108,23 @@ class ChunkGuard:
             finally:
                 _end(conn)
         except BaseException:
-            self.close()  # a connection in an unknown state is not used again
+            self.close()  # a connection in an unknown state is not used again; the lock goes back
             raise
         finally:
-            if held is not None:
-                held.release()
             self.held += time.monotonic() - t1
+            self.tick()
+
+    def tick(self) -> None:
+        """Give the lock back when the lease is over (after each chunk): a sync that waits for it gets
+        it within a lease and a chunk, and each turn of the repair does a lease's worth of chunks
+        (one chunk per turn made the repair as slow as the follower's rounds)."""
+        if self._lock is not None and time.monotonic() - self._since >= LEASE:
+            self._release()
+
+    def _release(self) -> None:
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
 
     def _begin(self, conn: pymysql.connections.Connection) -> None:
         with conn.cursor(pymysql.cursors.Cursor) as cur:
@@ -131,6 +148,7 @@ class ChunkGuard:
                           f"{SNAPSHOT_TRIES} tries", hint="run the repair again when the source's commits complete")
 
     def close(self) -> None:
+        self._release()
         if self.conn is not None:
             try:
                 self.conn.close()

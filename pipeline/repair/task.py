@@ -151,6 +151,8 @@ def _run_unit(ctx: RepairContext, unit: RepairUnit, pid: int) -> pa.RecordBatch:
                     res.repaired += 1
                 res.add(c)
             progress.send(res.chunks)
+            guard.tick()  # an equal chunk after a repaired one: the lock goes back when its lease is over
+        guard.close()
         runner.close()
         progress.send(res.chunks, force=True)
     except Exception as e:  # noqa: BLE001 - every failure becomes this range's result
