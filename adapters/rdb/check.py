@@ -29,11 +29,14 @@ def check_mapping(w: RdbWriter, mapping: Any) -> None:
         return check_route(w, mapping)
     spec = getattr(mapping, "dbMapping", None) or mapping
     if getattr(spec, "mirrorDb", False):
-        return check_schema(w, spec.target_schema, getattr(mapping, "file", ""))
+        return check_schema(w, spec.target_schema, getattr(mapping, "file", ""), spec.database)
     return check_route(w, RdbTable.from_mapping(mapping, spec.table))
 
 
-def check_schema(w: RdbWriter, schema: str | None, origin: str) -> None:
+def check_schema(w: RdbWriter, schema: str | None, origin: str, source_db: str | None = None) -> None:
+    """A mirror's target database exists. When it does not, the error carries ``missing_schema``
+    (schema, mapping file, source database): the group's check names how to recreate and load it
+    (:func:`pipeline.job.group.reload_hint`); its DDL is history, replaying it cannot."""
     if schema is None:
         return
     try:
@@ -42,8 +45,11 @@ def check_schema(w: RdbWriter, schema: str | None, origin: str) -> None:
         raise classify(e, w.target, table=schema, action="list the schemas of") from None
     if schema not in names:
         where = f"{origin}: dbMapping.targetDb: " if origin else ""
-        raise TargetMismatchError(f"{where}target database {schema} does not exist on {w.target.label}",
-                                  hint=f"create it (CREATE DATABASE {schema}); mirrorDb then replays the tables' DDL")
+        err = TargetMismatchError(f"{where}target database {schema} does not exist on {w.target.label}",
+                                  hint=f"create it (CREATE DATABASE {schema}) with the tables of "
+                                  f"{source_db or 'the source'}, and load their rows (sluice etl)")
+        err.missing_schema = (schema, origin, source_db or schema)  # type: ignore[attr-defined]
+        raise err
     check_triggers(w, schema, None, f"{origin}: dbMapping.targetDb: " if origin else "")
 
 

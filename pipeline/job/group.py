@@ -3,6 +3,7 @@ the routes that pick their changes, and the pre-flight checks done on the driver
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -12,14 +13,15 @@ import pymysql
 
 from adapters.registry import key_rules, kind_of, make_writer, target_from_adapter
 from pipeline.config import Config
-from pipeline.errors import ConfigError, GrantError, SourceError
-from pipeline.job import checked
+from pipeline.errors import ConfigError, GrantError, SourceError, TargetMismatchError
+from pipeline.job import checked, conflicts
 from pipeline.job.cascades import SourceFk, expected_cascades, read_source_fks
 from pipeline.job.collations import check_key_collations
 from pipeline.job.keyfold import KeyPlan
 from pipeline.job.routing import Route, routes_for
 from pipeline.logs import get_logger
 from pipeline.mapping import DbMapping, Mapping, load_mappings
+from pipeline.source.mysqltypes import quote_ident
 
 log = get_logger("sync")
 
@@ -63,7 +65,7 @@ class GroupPlan:
         db = [m for m in self.mappings if isinstance(m.spec, DbMapping)]
         cascades: dict | None = None
         try:
-            fks = check_against_source(self.config, self.mappings)
+            fks = check_against_source(self.config, self.mappings, group=self.group_id)
         except SourceError as e:
             if store is None or isinstance(e, GrantError):  # a missing grant is no outage: fix it first
                 raise
@@ -84,18 +86,37 @@ class GroupPlan:
                                     mapping=m.file, foreign_key=fk.describe())
         for tid, (kind, target) in self.targets.items():
             used = tuple(m for i, m in enumerate(self.mappings) if self.mapping_target[i] == tid)
-            if used and kind == "rdb":
-                make_writer(kind, target, used).check(None if cascades is None else cascades.get(tid, []))
-            elif used:
-                make_writer(kind, target, used).check()
+            try:
+                if used and kind == "rdb":
+                    make_writer(kind, target, used).check(None if cascades is None else cascades.get(tid, []))
+                elif used:
+                    make_writer(kind, target, used).check()
+            except TargetMismatchError as e:
+                missing = getattr(e, "missing_schema", None)
+                if missing is None:
+                    raise
+                raise TargetMismatchError(e.message, hint=reload_hint(self, target, *missing)) from None
         if cascades is not None:  # the source answered, and every target did just now
             check_key_collations(self)
         if cascades is not None and store is not None:  # every check passed with the source
             checked.remember(store.root, self.config, db)
 
 
-def load_group(cfg: Config, group_id: str) -> GroupPlan:
-    """Resolve a group of the config: load its mappings and pair each with its target."""
+def reload_hint(plan: GroupPlan, target: Any, schema: str, file: str, source_db: str) -> str:
+    """How to bring back a mirror's target database that is gone (dropped, a new server): create it
+    with the source tables' definitions (their DDL is history in acked batches: replaying cannot
+    create them), then load their rows; the pending batches are applied after that."""
+    src, q = plan.config.source, shlex.quote
+    return (f"CREATE DATABASE {quote_ident(schema)} on {target.label}; copy the tables' definitions from the "
+            f"source: mysqldump --no-data --skip-triggers -h {q(src.host)} -P {src.port} -u {q(src.user)} "
+            f"{q(source_db)} | mysql -h {q(target.host or 'localhost')} -P {target.port or 3306} -u "
+            f"{q(target.username or '')} {q(schema)} (give each server's password: -p or MYSQL_PWD); then load their "
+            f"rows: sluice etl --config {q(plan.config.file)} --group {q(plan.group_id)} --mapping {q(file)}")
+
+
+def load_group(cfg: Config, group_id: str, others: bool = True) -> GroupPlan:
+    """Resolve a group of the config: load its mappings and pair each with its target, refusing
+    what :mod:`pipeline.job.conflicts` names (``others``: also against the config's other groups)."""
     group = cfg.group(group_id)
     gi = cfg.groups.index(group)
     base = Path(cfg.file).resolve().parent if cfg.file not in ("", "<config>") else Path.cwd()
@@ -108,6 +129,7 @@ def load_group(cfg: Config, group_id: str) -> GroupPlan:
     if not mappings:
         raise ConfigError(cfg.file, f"groups[{gi}].mappings",
                           f"no mapping file matches {', '.join(group.mappings)} (relative to {base})")
+    conflicts.check_mappings(cfg, group_id, gi, mappings)
     targets: dict[str, tuple[str, object]] = {}
     by_kind: dict[str, list[tuple[str, str | None]]] = {}
     for ai, adapter in enumerate(group.outerAdapters):
@@ -137,7 +159,10 @@ def load_group(cfg: Config, group_id: str) -> GroupPlan:
                                   f"no {m.kind} adapter for mapping {m.file}")
         chosen.append(hit[0])
     routes = [r for i, m in enumerate(mappings) for r in routes_for(i, m, _source_database(cfg, m))]
-    return GroupPlan(cfg, group_id, tuple(mappings), tuple(chosen), targets, routes)
+    plan = GroupPlan(cfg, group_id, tuple(mappings), tuple(chosen), targets, routes)
+    if others:
+        conflicts.check_overlaps(cfg, plan, lambda c, g: load_group(c, g, others=False))
+    return plan
 
 
 def _source_database(cfg: Config, m: Mapping) -> str | None:
@@ -157,7 +182,8 @@ def connect_source(cfg: Config) -> pymysql.connections.Connection:
                    + " and that the server is running")
 
 
-def check_against_source(cfg: Config, mappings: tuple[Mapping, ...], conn: Any = None) -> list[SourceFk]:
+def check_against_source(cfg: Config, mappings: tuple[Mapping, ...], conn: Any = None,
+                         group: str | None = None) -> list[SourceFk]:
     """Every mapped source table exists and has the columns the mapping names, and each
     ``targetPk`` is a unique NOT NULL key there (unless ``allowDuplicateKeys``); returns the
     foreign keys of the mapped databases.
@@ -181,6 +207,8 @@ def check_against_source(cfg: Config, mappings: tuple[Mapping, ...], conn: Any =
                                       f"source database {spec.database!r} does not exist on {s.host}:{s.port}",
                                       hint="fix dbMapping.database, or create the database on the source (a "
                                            "mirror of a database without tables is fine: they arrive with their DDL)")
+                if spec.mirrorDb:
+                    conflicts.check_mirror_captured(cfg, m, tables, group)
                 for t in tables:
                     cols, pk = _columns(cur, spec.database, t)
                     if not cols:
@@ -207,7 +235,6 @@ def _readable(cur, m: Mapping, database: str, table: str | None) -> None:
     server says the user may not read it; back (it is missing) when it says it does not exist."""
     from pipeline.capture.server_check import current_user
     from pipeline.source.connect import error_code
-    from pipeline.source.mysqltypes import quote_ident
 
     name = f"{database}.{table}" if table else database
     probe = (f"SELECT 1 FROM {quote_ident(database)}.{quote_ident(table)} LIMIT 0" if table

@@ -10,7 +10,7 @@ column is copied under its own name, except those renamed in ``targetColumns`` a
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from pydantic import PrivateAttr, ValidationInfo, model_validator
 
@@ -52,6 +52,9 @@ class DbMapping(Section):
     #: Sluice extension: targetPk need not be a unique key of the source table; source rows
     #: that share a key then share one target row (without it the pre-flight check refuses)
     allowDuplicateKeys: Flag = False
+    #: Sluice extension: a source column the target table does not have (mapAll, mirrorDb): ``fail``
+    #: stops the sync naming it, ``ignore`` leaves it out
+    onNewColumn: Literal["fail", "ignore"] = "fail"
 
     _schema: str | None = PrivateAttr(None)
     _name: str | None = PrivateAttr(None)
@@ -79,6 +82,9 @@ class DbMapping(Section):
         self._pk = tuple((t, s or t) for t, s in self.targetPk.items())
         self._pairs = self._merge_columns()
         self._check_excludes()
+        if self.onNewColumn != "fail" and not self.mapAll:
+            raise self.fail("onNewColumn", "only applies with mapAll: true or mirrorDb: true (targetColumns "
+                            "names every column written)")
         return self
 
     def _check_mirror(self) -> None:

@@ -52,7 +52,7 @@ def setup(tmp_path_factory, mariadb, mariadb_target, postgres):
         "spark": {"master": "local[1]", "partitions": 1},
         "metrics": {"textfile": "metrics/sluice.prom", "json": "metrics/sluice.json"},
     }
-    (work / "m.yml").write_text(yaml.safe_dump({"groupId": "g", "outerAdapterKey": "t", "dbMapping": {
+    (work / "m.yml").write_text(yaml.safe_dump({"outerAdapterKey": "t", "dbMapping": {
         "database": db, "table": "t", "targetTable": "t", "targetPk": {"id": "id"}, "mapAll": True}}))
     (work / "sluice.yml").write_text(yaml.safe_dump(cfg, sort_keys=False))
     yield {"work": work, "pw": pw, "db": db}

@@ -1,0 +1,65 @@
+"""Fix lines that could not be followed, followed now, through the real CLI against the real
+MariaDB source and target (issue 37): ``set onNewColumn: ignore`` named a key the loader refused,
+and after a dropped mirror ``targetDb`` the fix ``CREATE DATABASE ...; mirrorDb then replays the
+tables' DDL`` led to ``target table ... does not exist`` (the tables' DDL is history)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+
+from pipeline import exitcodes
+from tests.support.cli import one_message
+from tests.support.operator import make, sql
+
+
+def _fix(proc) -> str:
+    line = next(ln for ln in proc.stderr.splitlines() if ln.strip().startswith("fix:"))
+    return line.split("fix:", 1)[1].strip()
+
+
+def test_a_new_source_column_names_a_key_the_mapping_takes(tmp_path, mariadb, mariadb_target):
+    d = make(tmp_path, mariadb, mariadb_target)
+    d.source(f"ALTER TABLE `{d.db}`.t ADD COLUMN c INT", f"INSERT INTO `{d.db}`.t VALUES (1, 'a', 7)")
+    d.ok("capture", "--once")
+
+    refused = d.run("sync", "--group", "g1")
+    one_message(refused, exitcodes.FAILED, f"mappings/t.yml: source column c of {d.db}.t is not in target table t",
+                "ALTER TABLE t ADD COLUMN c", "dbMapping.onNewColumn: ignore in mappings/t.yml")
+    assert d.rows() == []
+    assert "set dbMapping.onNewColumn: ignore" in _fix(refused)
+    d.edit_mapping(onNewColumn="ignore")  # follow the fix
+    d.ok("sync", "--group", "g1")
+    assert d.rows() == [(1, "a")]
+
+
+def test_a_dropped_mirror_database_is_brought_back_as_the_fix_says(tmp_path, mariadb, mariadb_target):
+    d = make(tmp_path, mariadb, mariadb_target)
+    d.add_mapping("t.yml", {"dbMapping": {"mirrorDb": True, "database": d.db, "targetDb": d.tdb}})
+    raw = d.config()  # the target's URL names no database: the mapping's targetDb is where it writes
+    props = raw["groups"][0]["outerAdapters"][0]["properties"]
+    props["jdbc.url"] = props["jdbc.url"].rsplit("/", 1)[0] + "/"
+    d.write_config(raw)
+    d.source(f"INSERT INTO `{d.db}`.t VALUES (1, 'a'), (2, 'b')", f"INSERT INTO `{d.db}`.u VALUES (1, 'x')")
+    d.ok("capture", "--once")
+    d.target(f"DROP DATABASE `{d.tdb}`")  # a cleanup script, a new target server
+    d.source(f"UPDATE `{d.db}`.t SET b = 'c' WHERE id = 2", f"INSERT INTO `{d.db}`.u VALUES (2, 'y')")
+    d.ok("capture", "--once")
+
+    refused = d.run("sync", "--group", "g1")
+    one_message(refused, exitcodes.CONFIG, f"mappings/t.yml: dbMapping.targetDb: target database {d.tdb} does not "
+                "exist on", f"fix: CREATE DATABASE `{d.tdb}` on", "mysqldump --no-data",
+                f"sluice etl --config {d.cfg} --group g1 --mapping mappings/t.yml")
+    fix = _fix(refused)  # follow it: the database, the tables' definitions, then the rows
+    sql(mariadb_target, fix.split(" on ", 1)[0])
+    dump = re.search(r"(mysqldump .*?) \(give each", fix).group(1)
+    subprocess.run(dump, shell=True, check=True, env={**os.environ, "MYSQL_PWD": mariadb["password"]},  # noqa: S602
+                   capture_output=True)
+    etl = shlex.split(fix.split("then load their rows: ", 1)[1])
+    d.ok(*[a for a in etl[1:] if a not in ("--config", str(d.cfg))])
+    d.ok("sync", "--group", "g1")
+    for t in ("t", "u"):
+        assert d.rows(t) == d.source_rows(t)
+    assert d.rows("t") == [(1, "a"), (2, "c")] and d.rows("u") == [(1, "x"), (2, "y")]

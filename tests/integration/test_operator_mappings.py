@@ -1,0 +1,96 @@
+"""Mappings that would lose or garble rows quietly, refused by name before anything runs, through
+the real CLI against the real MariaDB source and target (issue 37): a mapped table the source filter
+leaves out, a file carrying another group's ``groupId``, an unknown ``dataSourceKey``, two mappings
+of one source table into one target table, two groups writing one target table. Each is one
+message naming the file(s), exit 2, nothing applied; each fix is followed and loses no row."""
+
+from __future__ import annotations
+
+import re
+
+from pipeline import exitcodes
+from tests.support.cli import one_message
+from tests.support.operator import make, t_mapping
+
+SPARK = ("log4j", "SparkContext")
+
+
+def _no_spark(proc) -> None:
+    assert not any(w in proc.stderr for w in SPARK), proc.stderr[-3000:]
+
+
+def test_a_mapped_table_the_source_filter_leaves_out(tmp_path, mariadb, mariadb_target):
+    d = make(tmp_path, mariadb, mariadb_target)
+    raw = d.config()
+    raw["source"]["filter"] = {"include": rf"{d.db}\.u"}  # a filter written for another table
+    d.write_config(raw)
+    d.source(f"INSERT INTO `{d.db}`.t VALUES (1, 'a'), (2, 'b')", f"INSERT INTO `{d.db}`.u VALUES (1, 'x')")
+
+    proc = d.run("run")
+    assert proc.returncode == exitcodes.CONFIG, proc.stdout + proc.stderr
+    assert f"error (config g1): mappings/t.yml: dbMapping.table: source table {d.db}.t is not captured" in proc.stdout
+    refused = d.run("sync", "--group", "g1")
+    one_message(refused, exitcodes.CONFIG, f"mappings/t.yml: dbMapping.table: source table {d.db}.t is not captured: "
+                f"source.filter in {d.cfg} leaves it out (include {d.db}\\.u)",
+                f"fix: add {d.db}\\.t to source.filter.include in {d.cfg}",
+                f"sluice etl --config {d.cfg} --group g1 --mapping mappings/t.yml")
+    _no_spark(refused)
+
+    raw["source"]["filter"]["include"] = [rf"{d.db}\.u", rf"{d.db}\.t"]  # follow the fix: the filter ...
+    d.write_config(raw)
+    d.source(f"INSERT INTO `{d.db}`.t VALUES (3, 'c')")
+    d.ok("run")
+    assert d.rows() == [(3, "c")]  # what was written while it was left out is not in the store
+    etl = re.search(r"`(sluice etl [^`]+)`", refused.stderr).group(1).split()[1:]  # ... and the load it names
+    d.ok(*[a for a in etl if a not in ("--config", str(d.cfg))])
+    assert d.rows() == d.source_rows() == [(1, "a"), (2, "b"), (3, "c")]
+
+
+def test_another_groups_id_and_an_unknown_data_source(tmp_path, mariadb, mariadb_target):
+    d = make(tmp_path, mariadb, mariadb_target)
+    d.add_mapping("t.yml", {**t_mapping(d.db), "groupId": "orders", "dataSourceKey": "shopDS"})
+    d.source(f"INSERT INTO `{d.db}`.t VALUES (1, 'a')")
+    d.ok("capture", "--once")
+
+    refused = d.run("sync", "--group", "g1")
+    one_message(refused, exitcodes.CONFIG, f"sluice: error: mappings/t.yml: groupId: is 'orders', but {d.cfg} lists "
+                "this file under group 'g1'", "fix: remove groupId from mappings/t.yml, or list the file under group "
+                "'orders'")
+    _no_spark(refused)
+    d.add_mapping("t.yml", {**t_mapping(d.db), "dataSourceKey": "shopDS"})  # follow the fix
+    refused = d.run("sync", "--group", "g1")
+    one_message(refused, exitcodes.CONFIG, f"sluice: error: mappings/t.yml: dataSourceKey: data source 'shopDS' is not "
+                f"in srcDataSources of {d.cfg} (known: none)", "or remove dataSourceKey")
+    d.add_mapping("t.yml", {k: v for k, v in t_mapping(d.db).items() if k != "dataSourceKey"})  # follow it
+    d.ok("sync", "--group", "g1")
+    assert d.rows() == [(1, "a")]
+
+
+def test_one_target_table_written_twice(tmp_path, mariadb, mariadb_target):
+    d = make(tmp_path, mariadb, mariadb_target)
+    d.add_mapping("t2.yml", t_mapping(d.db, targetColumns={"b": "b"}, mapAll=False))
+    d.source(f"INSERT INTO `{d.db}`.t VALUES (1, 'a')")
+    d.ok("capture", "--once")
+
+    refused = d.run("sync", "--group", "g1")
+    one_message(refused, exitcodes.CONFIG, f"sluice: error: mappings/t2.yml: maps source table {d.db}.t into target "
+                f"table {d.tdb}.t on {mariadb_target['host']}:{mariadb_target['port']}, as mappings/t.yml of the same "
+                "group does", "fix: keep one mapping per source and target table")
+    _no_spark(refused)
+    d.mapping("t2.yml").unlink()  # follow the fix
+
+    raw = d.config()  # a second group writing the same table
+    raw["groups"].append({**raw["groups"][0], "groupId": "g2"})
+    d.write_config(raw)
+    proc = d.run("run")
+    assert proc.returncode == exitcodes.CONFIG and "Traceback" not in proc.stdout + proc.stderr
+    assert "which group 'g2' writes too (mappings/t.yml)" in proc.stdout
+    assert "which group 'g1' writes too (mappings/t.yml)" in proc.stdout
+    refused = d.run("sync", "--group", "g2")
+    one_message(refused, exitcodes.CONFIG, f"mappings/t.yml: writes target table {d.tdb}.t on", "which group 'g1' "
+                "writes too", "fix: let one group write it: remove the mapping from group 'g2' or from group 'g1'")
+    assert d.rows() == []
+    del raw["groups"][1]  # follow the fix
+    d.write_config(raw)
+    d.ok("run")
+    assert d.rows() == d.source_rows() == [(1, "a")]
