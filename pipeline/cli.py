@@ -17,6 +17,7 @@ import sys
 import traceback
 
 import typer
+import typer.main
 
 from pipeline import __version__
 from pipeline.errors import SluiceError
@@ -78,11 +79,29 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(argv: list[str] | None) -> int:
+    from pipeline.commands import helptext
+
+    command = typer.main.get_command(app)
+    helptext.apply(command)  # --help: examples, exit codes, readable placeholders
     try:
-        app(args=argv, prog_name="sluice", standalone_mode=True)
+        command.main(args=argv, prog_name="sluice", standalone_mode=True)
     except SystemExit as e:  # typer (standalone) exits with the code: usage errors 2, --help 0, ...
+        if _by_interrupt(e):  # typer turns Ctrl-C into a silent exit 130
+            _say("sluice: interrupted")
         return _code(e.code)
     return OK
+
+
+def _by_interrupt(e: BaseException) -> bool:
+    """Did a KeyboardInterrupt (Ctrl-C, or SIGTERM in the commands that map it) end the command?"""
+    seen: set[int] = set()
+    cur: BaseException | None = e
+    while cur is not None and id(cur) not in seen:
+        if isinstance(cur, KeyboardInterrupt):
+            return True
+        seen.add(id(cur))
+        cur = cur.__cause__ or cur.__context__
+    return False
 
 
 def _code(code: object) -> int:

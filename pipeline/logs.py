@@ -58,12 +58,23 @@ def exc_info_to_error(_logger, _name, event: dict) -> dict:
     return event
 
 
+def _not_py4j(record: logging.LogRecord) -> bool:
+    """Drop py4j's own log records (below DEBUG): its connection chatter, and on Ctrl-C the
+    tracebacks of the JVM call it was in ("reentrant call", Py4JNetworkError, KeyboardInterrupt);
+    some it logs on the root logger, so they are told by the module that wrote them. Sluice says
+    what failed itself."""
+    return not (record.name.startswith("py4j") or f"{os.sep}py4j{os.sep}" in (record.pathname or ""))
+
+
 def configure(level: str | None = None, json_lines: bool | None = None) -> None:
     """Set up structlog (stderr). SLUICE_LOG_LEVEL / SLUICE_LOG_JSON override."""
     level = (level or os.environ.get("SLUICE_LOG_LEVEL", "INFO")).upper()
     if json_lines is None:
         json_lines = os.environ.get("SLUICE_LOG_JSON", "") in ("1", "true", "yes")
     logging.basicConfig(level=level, stream=sys.stderr, format="%(message)s")
+    if level != "DEBUG":
+        for handler in logging.getLogger().handlers:
+            handler.addFilter(_not_py4j)
     renderer = (structlog.processors.JSONRenderer() if json_lines
                 else structlog.processors.KeyValueRenderer(key_order=["ts", "level", "event"]))
     structlog.configure(

@@ -40,9 +40,8 @@ def run(
     rounds: int | None = typer.Option(None, "--rounds", min=1, help="--follow: stop after this many rounds "
                                       "(tests, benchmarks)."),
 ) -> None:
-    """Capture up to the source's current end, then sync every group; exit 0 done, 1 failed,
-    3 another run holds a lock, 4 nothing to do (docs/operations.md). With --follow: again and
-    again in one warm Spark session (docs/operations.md, sluice run --follow)."""
+    """Capture up to the source's current end, then sync every group, and record the run. With
+    --follow: again and again in one warm Spark session (docs/operations.md, sluice run --follow)."""
     from pipeline.ops.run import run_once
 
     cfg = load_config(config)

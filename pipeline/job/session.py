@@ -10,6 +10,7 @@ pandas and pyarrow through ``pyspark.testing.utils``), so the two overlap instea
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import threading
 
@@ -71,9 +72,23 @@ def get_spark(conf: SparkConfig, app_name: str = "sluice-sync", master: str | No
     elif user_opts:
         builder = builder.config(DRIVER_JAVA_OPTIONS, user_opts)
     spark = builder.getOrCreate()
+    _plain_sigint()
     spark.sparkContext.setLogLevel(os.environ.get("SLUICE_SPARK_LOG_LEVEL", "WARN"))
     _quiet_loggers(spark)
     return spark
+
+
+def _plain_sigint() -> None:
+    """Ctrl-C raises KeyboardInterrupt, as before the session started. A SparkContext made in the
+    main thread installs a SIGINT handler that calls the JVM from inside the signal handler, while
+    the main thread waits on the same py4j connection: "reentrant call", Py4JNetworkError and
+    three tracebacks. The run cancels the session's jobs itself once the interrupt reached it
+    (:func:`pipeline.ops.run._cancel_jobs`); a plain ``sluice sync`` ends, and its JVM with it."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    handler = signal.getsignal(signal.SIGINT)
+    if callable(handler) and getattr(handler, "__module__", "").startswith("pyspark"):
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 #: Spark loggers whose warnings say nothing about a sync: reading one batch file whose path has an

@@ -140,24 +140,46 @@ def render(runs: list[dict[str, Any]], *, source: str, store: str, now: str | No
                 + "<th>capture lag s</th><th>error</th></tr>")
     for r in reversed(runs):
         cap = r.get("capture") or {}
-        err = (r.get("errors") or [{}])[0].get("message", "") if r.get("errors") else ""
+        errors = r.get("errors") or []
         cls = "ok" if r.get("status") in ("ok", "nothing") else "bad"
         status = f'<span class="{cls}">{html.escape(str(r.get("status")))}</span>'
         cells = [html.escape(str(r.get("run", ""))), html.escape(str(r.get("started", ""))), status,
-                 str(r.get("seconds", "")), str(cap.get("rows", "-"))]
+                 _cell(r.get("seconds")), _cell(cap.get("rows"))]
         for g in groups:
             s = (r.get("sync") or {}).get(g) or {}
-            cells += [str(s.get("rows", "-")), str(s.get("rows_per_s", "-"))]
+            failed = s.get("ok") is False
+            cells += [_cell(s.get("rows"), "failed" if failed else "-"), _cell(s.get("rows_per_s"))]
         for g in groups:
-            f = (((r.get("lag") or {}).get("groups") or {}).get(g) or {}).get("freshness_s")
-            cells.append("-" if f is None else str(f))
-        cells.append(str(((r.get("lag") or {}).get("capture") or {}).get("lag_s", "-")))
-        cells.append(f'<span class="e">{html.escape(err.splitlines()[0][:200]) if err else ""}</span>')
+            cells.append(_cell((((r.get("lag") or {}).get("groups") or {}).get(g) or {}).get("freshness_s")))
+        cells.append(_cell(((r.get("lag") or {}).get("capture") or {}).get("lag_s")))
+        cells.append(_errors(errors))
         body.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     body.append("</table>")
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>Sluice runs: {html.escape(source)}</title><style>{CSS}</style></head><body>"
             + "\n".join(body) + "</body></html>\n")
+
+
+#: characters of an error shown in the table (its whole first message is usually far shorter)
+ERROR_CHARS = 2000
+
+
+def _cell(v: Any, missing: str = "-") -> str:
+    """A number for the table: ``-`` (or ``missing``) where the run has none, never ``None``."""
+    return missing if v is None or v == "" else html.escape(str(v))
+
+
+def _errors(errors: list[dict[str, Any]]) -> str:
+    """Every error of a run, each with its stage and group and its whole message (the cause is often
+    on its second line: "1 of 4 partitions failed; no batch was acked:" then the table and key)."""
+    out = []
+    for e in errors:
+        where = str(e.get("stage") or "") + (f" {e['group']}" if e.get("group") else "")
+        text = str(e.get("message") or "")
+        if len(text) > ERROR_CHARS:
+            text = text[:ERROR_CHARS] + " ..."
+        out.append(f"<b>{html.escape(where)}</b>: {html.escape(text)}" if where else html.escape(text))
+    return f'<span class="e">{"<br>".join(out)}</span>' if out else ""
 
 
 CSS = """
@@ -169,5 +191,6 @@ svg .xl{font-size:10px;text-anchor:middle;fill:#666}svg .u{font-size:11px;fill:#
 svg .lg{font-size:11px;fill:#333}svg .f{fill:#d62728}
 table{border-collapse:collapse;font-size:12px;width:100%}td,th{border-bottom:1px solid #eee;padding:4px 6px;
 text-align:right}td:first-child,th:first-child,td:last-child,th:last-child{text-align:left}
-.ok{color:#2ca02c;font-weight:600}.bad{color:#d62728;font-weight:600}.e{color:#a33}
+.ok{color:#2ca02c;font-weight:600}.bad{color:#d62728;font-weight:600}.e{color:#a33;white-space:pre-wrap;
+text-align:left;display:block}
 """

@@ -150,6 +150,7 @@ def run_once(cfg: Config, *, groups: list[str] | None = None, spark_factory: Cal
                     rec["sync"][g] = _failed_sync(store, g, before, ts)
                 except KeyboardInterrupt:
                     _cancel_jobs(spark)
+                    rec["sync"][g] = {**_failed_sync(store, g, before, ts), "note": "interrupted"}
                     raise
                 except Exception as e:  # noqa: BLE001 - recorded; the other groups still run
                     errors.append(_error("sync", e, g))

@@ -223,9 +223,10 @@ def _group_run(log: RunLog, group: str) -> dict[str, Any] | None:
         return None
     s = (rec.get("sync") or {}).get(group) or {}
     errors = [e for e in rec.get("errors") or () if e.get("group") == group]
-    return {"run": rec.get("run"), "finished": rec.get("finished"), "ok": not errors,
-            "batches": s.get("batches"), "rows": s.get("rows"), "seconds": s.get("seconds"),
-            "rows_per_s": s.get("rows_per_s"), "errors": errors}
+    interrupted = rec.get("status") == "interrupted"  # the whole run stopped (SIGINT/SIGTERM): not ok
+    return {"run": rec.get("run"), "finished": rec.get("finished"), "ok": not errors and not interrupted,
+            "interrupted": interrupted, "batches": s.get("batches"), "rows": s.get("rows"),
+            "seconds": s.get("seconds"), "rows_per_s": s.get("rows_per_s"), "errors": errors}
 
 
 def _refused(rec: dict[str, Any], group: str) -> bool:

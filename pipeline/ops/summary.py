@@ -58,7 +58,8 @@ def group_run_text(lr: dict[str, Any]) -> str:
         return (f"{lr['finished']}: ok, {lr.get('batches') or 0} batches, {lr.get('rows') or 0} rows, "
                 f"{lr.get('rows_per_s') or 0} rows/s")
     acked = lr.get("batches") or 0
-    return f"{lr['finished']}: FAILED, " + (f"{acked} batches acked before the failure" if acked else "nothing acked")
+    what = "INTERRUPTED" if lr.get("interrupted") else "FAILED"
+    return f"{lr['finished']}: {what}, " + (f"{acked} batches acked before it stopped" if acked else "nothing acked")
 
 
 def freshness_text(gs: dict[str, Any]) -> str:

@@ -1,0 +1,55 @@
+"""``--help`` of every command (issue 37): examples, the exit codes the command can end with -- the
+same as the "which commands" column of docs/operations.md -- and readable placeholders, never
+typer's ``<str>`` / ``<list[str]>`` / ``<int range>``."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from pipeline.cli import main
+from pipeline.commands.helptext import EXAMPLES
+from tests.support.deploy import REPO
+
+COMMANDS = sorted(EXAMPLES)
+
+
+def _which() -> dict[int, set[str] | None]:
+    """``{code: commands}`` from the table (None: all)."""
+    text = (REPO / "docs" / "operations.md").read_text(encoding="utf-8")
+    section = text[text.index("### Exit codes"):text.index("### What needs the source")]
+    out: dict[int, set[str] | None] = {}
+    for m in re.finditer(r"^\| (\d+) \|[^|]*\|[^|]*\| ([^|]*) \|", section, re.M):
+        cell = m.group(2).strip()
+        out[int(m.group(1))] = None if cell == "all" else set(re.findall(r"`([^`]+)`", cell))
+    return out
+
+
+def _help(capsys, *args: str) -> str:
+    assert main([*args, "--help"]) == 0
+    return capsys.readouterr().out
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_help_has_examples_and_the_exit_codes_of_the_table(command, capsys):
+    text = _help(capsys, *command.split())
+    assert "Examples:" in text and "sluice" in text.split("Examples:", 1)[1]
+    listed = {int(c) for c in re.findall(r"^\s+(\d+)\s+\S", text.split("Exit codes", 1)[1], re.M)}
+    wanted = {code for code, names in _which().items() if names is None or command in names}
+    assert listed == wanted, (command, listed, wanted)
+    assert not re.search(r"<(str|int|float|list|bool)", text), text
+
+
+def test_the_top_level_help_lists_every_code(capsys):
+    text = _help(capsys)
+    assert set(map(int, re.findall(r"^\s+(\d+)\s+\S", text.split("Exit codes", 1)[1], re.M))) == set(_which())
+    assert "--log-level LEVEL" in text
+
+
+def test_every_command_has_examples(capsys):
+    """A command added later gets examples too (this list is the help's)."""
+    text = _help(capsys)
+    top = set(re.findall(r"^  (\w[\w-]*)\s{2,}", text.split("Commands:", 1)[1], re.M))
+    groups = {c.split()[0] for c in COMMANDS if " " in c}
+    assert top == {c for c in COMMANDS if " " not in c} | groups
