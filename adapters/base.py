@@ -72,6 +72,20 @@ class DdlChange:
     seq: tuple[int, int, int] = (0, 0, 0)
 
 
+@dataclass(frozen=True)
+class AppliedFrom:
+    """Where a sync round starts in the source's binlog, for a target to record with the rows it
+    commits (adapters/rdb/applied.py): everything before ``position`` was applied by every partition
+    of ``group``. Plain picklable data, shipped to the executors in the job's context."""
+
+    source: str  # the config's source.name
+    server: str  # its host:port, for messages
+    group: str
+    position: str  # JSON of the round's start position (logfile, logpos, gtid, ...)
+    store_id: str
+    batch: int  # the round's first batch
+
+
 @dataclass
 class ApplyStats:
     """What a writer did; picklable, summed by the driver. Keys are ``db.table``."""

@@ -25,9 +25,11 @@ from typing import Any
 from sqlalchemy.engine import Connection, CursorResult
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
-from adapters.base import Change, DdlChange, Writer
+from adapters.base import AppliedFrom, Change, DdlChange, Writer
+from adapters.rdb import applied as applied_mod
 from adapters.rdb import dbsequence
 from adapters.rdb import ddl as ddl_mod
+from adapters.rdb.applied import Applied
 from adapters.rdb.charsets import SourceCharsets
 from adapters.rdb.check import check_cascades, check_mapping
 from adapters.rdb.chunk import ChunkApply
@@ -60,11 +62,17 @@ class RdbWriter(Writer):
         self.progress: Progress | None = None  # positions of ordered tables (set by ``track``)
         #: the source's charset defaults for replayed DDL (set by the job's driver: a callable that reads them)
         self.source_charsets: Callable[[], SourceCharsets] | None = None
+        self.applied: Applied | None = None  # the source position recorded with the rows (``track_position``)
         self.sequence = Sequencer(self)
 
     def track(self, scope: str, generation: int = 0, recaptures: tuple[tuple[int, int], ...] = ()) -> None:
         """Record and honour the positions of ordered tables under ``scope`` (store id + group)."""
         self.progress = Progress(self, scope, generation, recaptures) if scope else None
+
+    def track_position(self, mark: AppliedFrom, part: int) -> None:
+        """Record ``mark`` (the round's start in the source's binlog) in ``_sluice_applied`` of every
+        schema a transaction writes, in that transaction (adapters/rdb/applied.py)."""
+        self.applied = Applied(self, mark, part)
 
     # -- life cycle ------------------------------------------------------------------------------
     def engine(self):
@@ -88,14 +96,23 @@ class RdbWriter(Writer):
     def commit(self) -> None:
         if self.conn is None:
             return
+        if self.applied is not None:
+            try:
+                self.applied.write()
+            except DBAPIError as e:
+                raise classify(e, self.target, table=applied_mod.TABLE, action="record the position in") from None
         try:
             self.conn.commit()
         except SQLAlchemyError as e:
             raise classify(e, self.target, table="(commit)", action="commit on") from None
+        if self.applied is not None:
+            self.applied.clear()
         if self.progress is not None:
             self.progress.committed()
 
     def rollback(self) -> None:
+        if self.applied is not None:
+            self.applied.clear()
         if self.progress is not None:
             self.progress.rolled_back()
         if self.conn is None:
@@ -172,6 +189,9 @@ class RdbWriter(Writer):
     def apply(self, mapping: Any, changes: list[Change]) -> None:
         if self.conn is None:
             self.open()
+        if self.applied is not None and changes:
+            c = changes[0]
+            self.applied.wrote(self.route(mapping, c.database, c.table).target_schema)
         if all(c.fk_checks for c in changes):
             self.sequence.apply(mapping, changes)
             return

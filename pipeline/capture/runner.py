@@ -2,7 +2,8 @@
 
 ``run_capture`` holds the store's capture lock for the whole run, checks the server,
 resumes from ``store.last_position()`` (a new store starts at the server's current
-position, which is recorded first), and logs a progress line every few seconds and a
+position unless a target was applied to from this source before: :mod:`pipeline.capture.fresh`;
+the start is recorded first), and logs a progress line every few seconds and a
 summary at the end. ``--once`` stops at the server's end position seen at start;
 ``--follow`` runs until interrupted, and on a lost connection resumes from the last
 stored position (never from an in-memory one).
@@ -20,6 +21,7 @@ from pipeline.logs import get_logger, register_secret
 from pipeline.source.connect import connect
 from pipeline.store import open_store
 
+from . import fresh
 from .batcher import Batcher
 from .position import Position
 from .reader import BinlogReader, ReaderOptions
@@ -67,10 +69,12 @@ class _Progress:
 
 
 def run_capture(cfg: Config, *, follow: bool = False, max_batches: int | None = None,
-                progress_every: float = PROGRESS_SECONDS, quiet: bool = False) -> CaptureSummary:
+                progress_every: float = PROGRESS_SECONDS, quiet: bool = False,
+                start_from: str | None = None) -> CaptureSummary:
     """Capture from the stored position into the store; see the module docstring.
     ``quiet``: the start and end lines only at DEBUG when nothing was captured (``sluice run
-    --follow`` captures every second)."""
+    --follow`` captures every second). ``start_from``: ``FILE:POS`` or ``now`` for a store without a
+    position (:mod:`pipeline.capture.fresh`)."""
     src = cfg.source
     register_secret(src.password.reveal())
     store = open_store(cfg)  # imports the store's module (e.g. the Kafka client): start-up, not capture
@@ -81,16 +85,17 @@ def run_capture(cfg: Config, *, follow: bool = False, max_batches: int | None = 
         try:
             info = inspect_server(src, conn)
             stored = store.last_position()
-            if stored is None:
-                start = current_position(conn, info.flavor)
-                store.set_start_position(start.to_dict())
-                log.warning("no stored position: capture starts at the server's current position",
-                            position=start.text())
+            if stored is None:  # a new store: the targets say whether "now" is right (fresh.py)
+                start = fresh.start_position(cfg, conn, info.flavor, store, start_from)
+            elif start_from is not None:
+                fresh.refuse_resumed_store(store, stored)
             else:
                 start = Position.from_dict(stored)
             validate_start(conn, info.flavor, start)
             if start.gtid is None and info.flavor == "mariadb":
                 start = start.with_(gtid=gtid_at(conn, info.flavor, start.logfile, start.logpos))
+            if stored is None:
+                store.set_start_position(start.to_dict())
             stop_at = None if follow else current_position(conn, info.flavor)
         finally:
             conn.close()

@@ -22,6 +22,9 @@ def capture(
                               "(default; for scheduled runs)."),
     follow: bool = typer.Option(False, "--follow", help="Keep reading new changes until stopped."),
     max_batches: int | None = typer.Option(None, "--max-batches", min=1, help="Stop after N batches."),
+    start_from: str = typer.Option(None, "--from", help="Where a store without a position starts: FILE:POS (e.g. "
+                                   "where the targets stand, as a refusal names it) or now (the source's current "
+                                   "position, even when targets were applied to before)."),
 ) -> None:
     """Capture binlog changes into the batch store, resuming from its stored position."""
     from pipeline.capture import run_capture
@@ -31,7 +34,7 @@ def capture(
         raise UsageError("give either --once or --follow, not both")
     cfg = load_config(config)
     signal.signal(signal.SIGTERM, _sigterm)
-    summary = run_capture(cfg, follow=follow, max_batches=max_batches)
+    summary = run_capture(cfg, follow=follow, max_batches=max_batches, start_from=start_from)
     typer.echo(json.dumps(summary.to_dict()))
     if summary.stopped == "interrupted":
         raise typer.Exit(130)

@@ -19,7 +19,8 @@ MORE = {exitcodes.LOCKED: ("capture", "sync", "run", "etl", "bootstrap", "deadle
         exitcodes.NOTHING: ("run",), exitcodes.DIFFERENT: ("verify", "store verify")}
 
 EXAMPLES = {
-    "capture": ["sluice capture --config sluice.yml", "sluice capture --config sluice.yml --follow"],
+    "capture": ["sluice capture --config sluice.yml", "sluice capture --config sluice.yml --follow",
+                "sluice capture --config sluice.yml --once --from mysql-bin.000003:4"],
     "sync": ["sluice sync --config sluice.yml --group g1", "sluice sync --config sluice.yml --group g1 --json"],
     "run": ["sluice run --config /etc/sluice/shop.yml", "sluice run --config shop.yml --group es-orders --json",
             "sluice run --config shop.yml --follow --interval 5"],

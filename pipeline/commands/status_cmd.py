@@ -53,6 +53,8 @@ def status(
             typer.echo(f"  last run  {group_run_text(lr)}")
             for e in lr["errors"]:
                 typer.echo(f"  error     {e['message']}")
+            for n in lr.get("notes") or ():
+                typer.echo(f"  note      {n}")
     lr = st["last_run"]
     if lr:
         typer.echo(f"last run {lr['run']}: {lr['status']} (exit {lr['exit']}), finished {lr['finished']}, "

@@ -23,6 +23,7 @@ from pipeline.config import Config
 from pipeline.errors import StoreError
 from pipeline.etl.driver import EtlSummary, run_loads
 from pipeline.etl.snapshot import snapshot_position
+from pipeline.job import positions
 from pipeline.job.group import load_group
 from pipeline.logs import get_logger, register_secret
 from pipeline.store import open_store
@@ -68,6 +69,8 @@ def run_bootstrap(cfg: Config, spark, *, force: bool = False, partitions: int | 
             old = store.cursor(plan.group_id)
             store.set_cursor(plan.group_id, newest)
             cursors[plan.group_id] = {"from": old, "to": newest}
+        # the targets hold the snapshot now: a store lost before the first sync resumes here
+        positions.record(cfg, plans, start, store.store_id, newest)
     out = {"position": start, "how": how, "forced": bool(force and existing is not None), "cursors": cursors,
            "seconds": round(time.monotonic() - t0, 3), "groups": [s.as_dict() for s in summaries]}
     log.info("bootstrap done", position=pos.text(), rows=sum(s.rows for s in summaries), seconds=out["seconds"])

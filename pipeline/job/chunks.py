@@ -58,6 +58,8 @@ class ChunkRunner:
             w = self.writers[tid] = self._make_writer(kind, target, mappings)
             if hasattr(w, "track"):
                 w.track(self.ctx.scope, self.ctx.generation, self.ctx.recaptures)
+            if self.ctx.applied_from is not None and hasattr(w, "track_position"):
+                w.track_position(self.ctx.applied_from, self.pid)
             w.open()
         return w
 

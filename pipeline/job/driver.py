@@ -20,10 +20,11 @@ from dataclasses import dataclass, field
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from adapters.base import ApplyStats, Change, DdlChange
+from adapters.base import AppliedFrom, ApplyStats, Change, DdlChange
 from adapters.registry import make_writer, reset_caches
 from pipeline.config import Config
 from pipeline.errors import SluiceError, TransientError
+from pipeline.job import mapped
 from pipeline.job.accumulators import merge, new_counter
 from pipeline.job.collations import source_charsets_reader
 from pipeline.job.group import GroupPlan, load_group
@@ -74,13 +75,18 @@ class SyncSummary:
     executor: dict = field(default_factory=dict)
     #: rows sent to the dead-letter store, ``{mapping file: {db.table: n}}`` (docs/deadletter.md)
     dead_lettered: dict = field(default_factory=dict)
+    #: rows acked without being applied because no mapping covers their table any more, by ``db.table``
+    unmapped: dict = field(default_factory=dict)
+    #: what changed in the group's mappings since its last sync, and what to do (pipeline/job/mapped.py)
+    notes: list = field(default_factory=list)
 
     def as_dict(self) -> dict:
         rate = self.rows / self.seconds if self.seconds else 0.0
         return {"group": self.group, "batches": self.batches, "rows": self.rows, "ddl": self.ddl,
                 "seconds": round(self.seconds, 3), "rows_per_s": round(rate, 1), "cursor": self.acked_to,
                 **self.stats.as_dict(), "executor": dict(self.executor),
-                "deadLettered": {m: dict(t) for m, t in self.dead_lettered.items()}}
+                "deadLettered": {m: dict(t) for m, t in self.dead_lettered.items()},
+                "unmapped": dict(self.unmapped), "notes": list(self.notes)}
 
     def add_dead_lettered(self, counts: dict[str, dict[str, int]]) -> None:
         for m, tables in counts.items():
@@ -105,7 +111,8 @@ def run_sync(cfg: Config, group_id: str, spark: SparkSession, *, max_batches: in
     summary = SyncSummary(group_id)
     t0 = time.monotonic()
     with nullcontext() if locked else store.apply_lock(group_id):
-        summary.acked_to = store.cursor(group_id)
+        summary.acked_to = started_at = store.cursor(group_id)
+        changes = mapped.compare(store.root, group_id, plan.mappings)
         epoch = next(_EPOCHS)  # a new sync reads the targets' schemas afresh (DDL by anyone since)
         reset_caches(epoch)
         dead = _dead_letter_store(store, plan)
@@ -124,6 +131,8 @@ def run_sync(cfg: Config, group_id: str, spark: SparkSession, *, max_batches: in
             log.info("round", group=group_id, batches=f"{ids[0]}..{ids[-1]}", rows=nrows, partitions=nparts)
             dml = store.frame(spark, batches, ordered=nparts == 1)
             in_order = store.in_order(batches)
+            if changes.dropped:  # acked without being applied: counted for the summary
+                mapped.count_skipped(dml, changes.dropped, summary.unmapped)
             barriers, ddl_positions = _barriers(store, batches, dml, plan)
             cuts = segments(barriers)
             if len(cuts) > 1:
@@ -135,7 +144,8 @@ def run_sync(cfg: Config, group_id: str, spark: SparkSession, *, max_batches: in
                         dl = {} if round_dir is None else {"dead_letter_dir": str(round_dir), "segment": si,
                                                            "blocked": blocked}
                         ctx = JobContext(plan.mappings, plan.mapping_target, plan.targets, epoch,
-                                         **_test_hooks(), **dl, **lineage)
+                                         **_test_hooks(), **dl, **lineage,
+                                         applied_from=_applied_from(cfg, group_id, store, batches))
                         _run_segment(spark, dml, seg, plan, ctx, nparts, summary, keys, in_order)
                         if round_dir is not None:  # later segments wait behind these keys too
                             blocked = blocked | {(e["mapping"], e["table"], e["key"])
@@ -164,8 +174,19 @@ def run_sync(cfg: Config, group_id: str, spark: SparkSession, *, max_batches: in
             summary.batches += len(batches)
             summary.acked_to = ids[-1]
             log.info("acked", group=group_id, cursor=ids[-1])
+        summary.notes = mapped.notes(cfg, group_id, changes, summary.unmapped, started_at)
+        for note in summary.notes:
+            log.warning("the group's mappings changed since its last sync", group=group_id, note=note)
+        mapped.remember(store.root, group_id, plan.mappings)
     summary.seconds = time.monotonic() - t0
     return summary
+
+
+def _applied_from(cfg: Config, group_id: str, store: ChangeLog, batches: list) -> AppliedFrom:
+    """What the round's chunks record in their targets: the round's start position (the group
+    acked everything before it), so a store that is lost can be resumed from the targets."""
+    return AppliedFrom(cfg.source.name, f"{cfg.source.host}:{cfg.source.port}", group_id,
+                       json.dumps(batches[0].start, sort_keys=True), store.store_id, batches[0].batch_id)
 
 
 def _dead_letter_store(store: ChangeLog, plan: GroupPlan) -> DeadLetterStore | None:

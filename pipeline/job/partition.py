@@ -54,6 +54,9 @@ class JobContext:
     scope: str = ""
     generation: int = 0
     recaptures: tuple = ()
+    #: the round's start in the source's binlog (adapters.base.AppliedFrom), recorded by targets that
+    #: can with each chunk's rows (adapters/rdb/applied.py); None: nothing recorded (full loads)
+    applied_from: object | None = None
 
 
 def result_batch(pid: int, ok: bool, rows: int, stats: ApplyStats, t0: float, error: str | None = None,

@@ -226,7 +226,8 @@ def _group_run(log: RunLog, group: str) -> dict[str, Any] | None:
     interrupted = rec.get("status") == "interrupted"  # the whole run stopped (SIGINT/SIGTERM): not ok
     return {"run": rec.get("run"), "finished": rec.get("finished"), "ok": not errors and not interrupted,
             "interrupted": interrupted, "batches": s.get("batches"), "rows": s.get("rows"),
-            "seconds": s.get("seconds"), "rows_per_s": s.get("rows_per_s"), "errors": errors}
+            "seconds": s.get("seconds"), "rows_per_s": s.get("rows_per_s"), "errors": errors,
+            "notes": list(s.get("notes") or ())}
 
 
 def _refused(rec: dict[str, Any], group: str) -> bool:

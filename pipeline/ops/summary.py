@@ -39,6 +39,7 @@ def sync_lines(group: str, s: dict[str, Any]) -> list[str]:
     for mapping, tables in sorted((s.get("deadLettered") or {}).items()):
         for table, n in sorted(tables.items()):
             lines.append(f"  dead-lettered {n} rows of {table} ({mapping}); see `sluice deadletter list`")
+    lines += [f"  note: {n}" for n in s.get("notes") or ()]
     return lines
 
 

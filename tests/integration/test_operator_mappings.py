@@ -1,12 +1,15 @@
-"""Mappings that would lose or garble rows quietly, refused by name before anything runs, through
-the real CLI against the real MariaDB source and target (issue 37): a mapped table the source filter
-leaves out, a file carrying another group's ``groupId``, an unknown ``dataSourceKey``, two mappings
-of one source table into one target table, two groups writing one target table. Each is one
-message naming the file(s), exit 2, nothing applied; each fix is followed and loses no row."""
+"""Mappings that would lose or garble rows quietly, through the real CLI against the real MariaDB
+source and target (issue 37). Refused by name before anything runs: a mapped table the source
+filter leaves out, a file carrying another group's ``groupId``, an unknown ``dataSourceKey``, two
+mappings of one source table into one target table, two groups writing one target table (one
+message naming the file(s), exit 2, nothing applied). Said in the summary and in status: a mapping
+removed while its changes are pending (rows skipped, table by table), a column added to a mapping
+(the backfill command). Each fix is followed and loses no row."""
 
 from __future__ import annotations
 
 import re
+import shlex
 
 from pipeline import exitcodes
 from tests.support.cli import one_message
@@ -94,3 +97,64 @@ def test_one_target_table_written_twice(tmp_path, mariadb, mariadb_target):
     d.write_config(raw)
     d.ok("run")
     assert d.rows() == d.source_rows() == [(1, "a")]
+
+
+def _fix_command(text: str, marker: str) -> list[str]:
+    """The sluice arguments of the command after ``marker`` in a note (without sluice and --config)."""
+    words = shlex.split(text.split(marker, 1)[1].splitlines()[0])
+    out, skip = [], False
+    for w in words[1:]:
+        if skip:
+            skip = False
+            continue
+        if w == "--config":
+            skip = True
+            continue
+        out.append(w)
+    return out
+
+
+def test_a_mapping_removed_while_its_batches_are_pending_is_said(tmp_path, mariadb, mariadb_target):
+    d = make(tmp_path, mariadb, mariadb_target)
+    d.target(f"CREATE TABLE `{d.tdb}`.u (id INT PRIMARY KEY, b VARCHAR(40))")
+    d.add_mapping("u.yml", t_mapping(d.db, "u", "u"))
+    d.source(f"INSERT INTO `{d.db}`.t VALUES (1, 'a')", f"INSERT INTO `{d.db}`.u VALUES (1, 'x')")
+    d.ok("run")  # the group's mappings are recorded with the sync
+    d.source(f"INSERT INTO `{d.db}`.t VALUES (2, 'b')", f"INSERT INTO `{d.db}`.u VALUES (2, 'y'), (3, 'z')")
+    d.mapping("u.yml").unlink()  # removed while its changes are pending
+
+    proc = d.ok("run")
+    note = f"skipped 2 rows of {d.db}.u: no mapping of group g1 covers it any more (mappings/u.yml read it at the " \
+           "last sync)"
+    assert note in proc.stdout, proc.stdout
+    assert "restore mappings/u.yml and replay: sluice store set-cursor" in proc.stdout
+    status = d.ok("status").stdout
+    assert note in status
+    assert d.rows("u") == [(1, "x")]
+
+    d.add_mapping("u.yml", t_mapping(d.db, "u", "u"))  # follow the note: restore the file and replay
+    d.ok(*_fix_command(proc.stdout, "replay: "))
+    d.ok("run")
+    assert d.rows("u") == d.source_rows("u") and d.rows() == d.source_rows()
+
+
+def test_a_column_added_to_a_mapping_names_the_backfill(tmp_path, mariadb, mariadb_target):
+    d = make(tmp_path, mariadb, mariadb_target)
+    d.source(f"ALTER TABLE `{d.db}`.t ADD COLUMN c INT")
+    d.target(f"ALTER TABLE `{d.tdb}`.t ADD COLUMN c INT")
+    d.edit_mapping(excludeColumns=["c"])
+    d.source(f"INSERT INTO `{d.db}`.t VALUES (1, 'a', 10), (2, 'b', 20)")
+    d.ok("run")
+    assert d.rows() == [(1, "a", None), (2, "b", None)]
+
+    d.edit_mapping(excludeColumns=None)  # c is mapped from now on
+    d.source(f"INSERT INTO `{d.db}`.t VALUES (3, 'c', 30)")
+    proc = d.ok("run")
+    assert "note: mappings/t.yml now writes c: rows applied before this sync lack it; backfill them: sluice " \
+           in proc.stdout, proc.stdout
+    assert d.rows() == [(1, "a", None), (2, "b", None), (3, "c", 30)]  # verify shows the rows before as changed
+    assert "note      mappings/t.yml now writes c" in d.ok("status").stdout
+
+    d.ok(*_fix_command(proc.stdout, "backfill them: "))  # follow it
+    assert d.rows() == d.source_rows() == [(1, "a", 10), (2, "b", 20), (3, "c", 30)]
+    assert "all equal (exit 0)" in d.ok("verify").stdout

@@ -39,7 +39,8 @@ def dep(tmp_path, mariadb, mariadb_target):
     raw = yaml.safe_load(cfg.read_text())
     raw["metrics"] = {"textfile": "m/sluice.prom", "json": "m/sluice.json"}
     cfg.write_text(yaml.safe_dump(raw, sort_keys=False))
-    sluice("capture", "--config", str(cfg), "--once")
+    # the target refuses the login, so whether it was applied to before cannot be told: start at "now"
+    sluice("capture", "--config", str(cfg), "--once", "--from", "now")
     _sql(mariadb, f"CREATE DATABASE `{db}`", f"CREATE TABLE `{db}`.t (id INT PRIMARY KEY, v VARCHAR(10))",
          f"INSERT INTO `{db}`.t VALUES (1, 'a'), (2, 'b'), (3, 'c')")
     yield {"cfg": cfg, "db": db, "raw": raw, "tmp": tmp_path}

@@ -78,7 +78,8 @@ def test_failed_runs_never_show_a_password(setup, mariadb):
     outputs = []
     for args, env in [
         (("capture", "--config", cfg, "--once"), {"SLUICE_SOURCE_PASSWORD": pw["src"]}),   # wrong source password
-        (("capture", "--config", cfg, "--once"), None),                                    # right one: a store
+        (("capture", "--config", cfg, "--once"), None),                                    # targets not askable
+        (("capture", "--config", cfg, "--once", "--from", "now"), None),                   # right one: a store
         (("sync", "--config", cfg, "--group", "maria"), None),                              # wrong target password
         (("--log-json", "sync", "--config", cfg, "--group", "pg"), None),                  # wrong PostgreSQL password
         (("sync", "--config", cfg, "--group", "down", "--json"), None),                    # unreachable target
@@ -91,10 +92,11 @@ def test_failed_runs_never_show_a_password(setup, mariadb):
         assert not _leaks(text, secrets), (args, _leaks(text, secrets), text[-3000:])
         assert "Traceback" not in text, (args, text[-3000:])
     codes = {args[1] if args[0].startswith("--") else args[0]: p.returncode for args, p in outputs}
-    assert [p.returncode for _, p in outputs[:1]] != [0] and outputs[1][1].returncode == 0, outputs[0][1].stderr
-    assert all(p.returncode != 0 for args, p in outputs[2:6]), codes
-    assert "Access denied" in outputs[2][1].stderr or "access denied" in outputs[2][1].stderr.lower()
-    assert "password authentication failed" in outputs[3][1].stderr
+    assert all(p.returncode != 0 for _, p in outputs[:2]) and outputs[2][1].returncode == 0, outputs[0][1].stderr
+    assert "cannot be told" in outputs[1][1].stderr, outputs[1][1].stderr[-3000:]
+    assert all(p.returncode != 0 for args, p in outputs[3:7]), codes
+    assert "Access denied" in outputs[3][1].stderr or "access denied" in outputs[3][1].stderr.lower()
+    assert "password authentication failed" in outputs[4][1].stderr
     runs = list((work / "store").rglob("runs.jsonl"))
     assert runs and runs[0].read_text().strip(), "the failed run was recorded"
     assert (work / "metrics" / "sluice.json").exists()

@@ -1,0 +1,95 @@
+"""Where capture starts in a store that has no position yet (issue 37).
+
+A new store used to start at the source's current position, always. That is right only for targets
+that were never applied to: when the store was lost (a wrong ``store.path``, a new disk, a cleanup
+script) every change made since the targets' last round would silently never reach them. The
+targets know better: each RDB target records, with the rows it commits, the position its round
+started at (adapters/rdb/applied.py). So before starting at "now", capture asks them
+(:func:`pipeline.job.positions.read_all`):
+
+* no target holds a record of this source: start at the current position (a new deployment);
+* some do: refuse, naming the newest position every group has applied from, and how to resume
+  there (``sluice capture --from FILE:POS``), or to start at "now" anyway (``--from now``), or to
+  load the targets afresh (``sluice bootstrap``);
+* a group's targets cannot be asked (its mappings do not load, a target is down): refuse too; a
+  guess could lose rows.
+
+``--from`` is only for a store without a position (a store with one resumes where it stands).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pipeline.config import Config
+from pipeline.errors import StoreError, UsageError
+from pipeline.logs import get_logger
+
+from .position import Position
+from .server_check import current_position
+
+log = get_logger("capture")
+_AT = re.compile(r"^(?P<file>[^:\s]+):(?P<pos>[0-9]+)$")
+
+
+def parse_from(text: str) -> Position | None:
+    """``--from``: ``FILE:POS`` (a binlog coordinate) or ``now`` (None)."""
+    if text.strip().lower() == "now":
+        return None
+    m = _AT.match(text.strip())
+    if not m:
+        raise UsageError(f"--from {text!r} is neither FILE:POS (e.g. mysql-bin.000003:4) nor now")
+    return Position(logfile=m["file"], logpos=int(m["pos"]))
+
+
+def refuse_resumed_store(store: Any, stored: dict[str, Any]) -> None:
+    """``--from`` given for a store that already has a position."""
+    raise UsageError(f"{store.root}: --from starts a store that has no position, and this one resumes at "
+                     f"{Position.from_dict(stored).text()}",
+                     hint="leave --from out (capture resumes where the store stands); to capture stored batches "
+                     "again: sluice store recapture")
+
+
+def start_position(cfg: Config, conn: Any, flavor: str, store: Any, start_from: str | None) -> Position:
+    """Where a store without a position starts (see the module docstring)."""
+    if start_from is not None:
+        at = parse_from(start_from)
+        if at is not None:
+            log.warning("no stored position: capture starts where --from says", position=at.text())
+            return at
+        start = current_position(conn, flavor)
+        log.warning("no stored position: capture starts at the server's current position (--from now)",
+                    position=start.text())
+        return start
+    _refuse_if_applied(cfg, store)
+    start = current_position(conn, flavor)
+    log.warning("no stored position: capture starts at the server's current position (no target was applied "
+                "to from this source)", position=start.text())
+    return start
+
+
+def _refuse_if_applied(cfg: Config, store: Any) -> None:
+    from pipeline.job.positions import read_all, resume_point
+
+    found, unknown = read_all(cfg)
+    where = f"{store.root}: the batch store has no position (it is new, or store.path points elsewhere)"
+    now = f"sluice capture --config {cfg.file} --once --from now"
+    if unknown:
+        u = unknown[0]
+        raise StoreError(f"{where}, and whether group {u.group}'s targets were applied to from source "
+                         f"{cfg.source.name} before cannot be told: {u.why}",
+                         hint=f"fix that and run again; or start at the source's current position anyway: {now} "
+                         "(targets applied to before then miss every change made since)")
+    point = resume_point(found)
+    if point is None:
+        return
+    pos = point.position
+    at = f"{pos.logfile}:{pos.logpos}"
+    raise StoreError(f"{where}, but group {point.group}'s target {point.target} holds changes of source "
+                     f"{cfg.source.name} up to {pos.text()} (recorded {point.at} by store {point.store_id}); "
+                     "starting at the source's current position would skip every change made since",
+                     hint=f"if the store moved, fix store.path in {cfg.file}; to resume where the targets stand: "
+                     f"sluice capture --config {cfg.file} --once --from {at}; to start at the current position "
+                     f"anyway (the targets miss what changed meanwhile): {now}; to load the targets afresh: "
+                     f"sluice bootstrap --config {cfg.file}")

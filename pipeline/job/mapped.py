@@ -1,0 +1,206 @@
+"""What a group's mappings covered at its last sync, and what changed since (issue 37).
+
+After a sync that acked its batches, the group's mappings are recorded in
+``<store>/mapped/<group>.json``: per mapping file, the source tables it reads and the columns it
+writes. The next sync compares the mappings it loads with that record and says (in its summary,
+the run record and ``sluice status``) what the change means for rows:
+
+* **a mapping removed** (its file gone, or no longer reading a table) while no other mapping of the
+  group reads the table: the pending changes of that table are acked without being applied; the
+  summary names the table, the rows skipped, and how to apply them after all (restore the file and
+  replay from the cursor the sync started at: replays are idempotent);
+* **a column added to a mapping** (``targetColumns`` grew, ``excludeColumns`` shrank, ``mapAll``
+  turned on): rows applied before do not have it; the summary names the columns and the command
+  that backfills them;
+* **a new mapping file**: rows its table held before the pending batches are not in its target;
+  the same backfill command loads them.
+
+Nothing is refused: each is something an operator may mean. It is said once, at the first sync
+after the change (the record moves on when that sync acks).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pipeline.logs import get_logger
+from pipeline.mapping import DbMapping, EsMapping, HbaseMapping, Mapping
+from pipeline.store.fsutil import now_iso, write_atomic
+
+log = get_logger("sync")
+FOLDER = "mapped"
+
+
+def reads(m: Mapping) -> list[str]:
+    """The source tables ``m`` reads, as ``db.table`` (``db.*``: every table of a mirrored database;
+    ``*.t``: an ES SQL table without a schema)."""
+    spec = m.spec
+    if isinstance(spec, EsMapping):
+        return sorted({f"{t.schema or '*'}.{t.name}" for t in spec.query.tables})
+    if isinstance(spec, DbMapping) and spec.mirrorDb:
+        return [f"{spec.database}.*"]
+    return [f"{spec.database}.{spec.table}"]
+
+
+def writes(m: Mapping) -> list[str]:
+    """The columns (fields) ``m`` writes: target names; ``*`` for every source column (mapAll, a
+    mirror), then ``-col`` for each one it leaves out."""
+    spec = m.spec
+    if isinstance(spec, DbMapping):
+        if spec.mirrorDb:
+            return ["*"]
+        named = sorted({t for t, _ in spec.column_pairs})
+        return ["*", *(f"-{c}" for c in sorted(spec.excludeColumns))] if spec.mapAll else named
+    if isinstance(spec, HbaseMapping):  # every column is written, listed in columns or not
+        return ["*", *(f"-{c}" for c in sorted(spec.excludeColumns))]
+    if isinstance(spec, EsMapping):
+        return sorted(spec.query.field_names())
+    return []
+
+
+def _path(root: Path, group: str) -> Path:
+    return Path(root) / FOLDER / f"{group}.json"
+
+
+def recorded(root: Path, group: str) -> dict[str, dict[str, list[str]]] | None:
+    """``{file: {"reads": [...], "writes": [...]}}`` of the group's last sync (None: none yet)."""
+    try:
+        body = json.loads(_path(root, group).read_bytes())
+        files = body["mappings"]
+        return {str(f): {"reads": list(v["reads"]), "writes": list(v["writes"])} for f, v in files.items()}
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        log.warning("the record of the group's mappings is unreadable; changes since the last sync are not "
+                    "compared", file=str(_path(root, group)), error=str(e))
+        return None
+
+
+def remember(root: Path, group: str, mappings: tuple[Mapping, ...]) -> None:
+    """Record the group's mappings after a sync that acked (best effort: a store that cannot take
+    the file only loses the comparison)."""
+    body = {"format": 1, "group": group, "at": now_iso(),
+            "mappings": {m.file: {"reads": reads(m), "writes": writes(m)} for m in mappings}}
+    try:
+        write_atomic(_path(root, group), (json.dumps(body, indent=1, ensure_ascii=False) + "\n").encode())
+    except Exception as e:  # noqa: BLE001 - the sync is done; only the comparison next time is lost
+        log.warning("could not record the group's mappings", file=str(_path(root, group)), error=str(e))
+
+
+@dataclass
+class Changes:
+    """What changed in a group's mappings since its last sync (see the module docstring)."""
+
+    #: source table (``db.table``/``db.*``) -> the file that read it; no mapping reads it now
+    dropped: dict[str, str] = field(default_factory=dict)
+    #: file -> the columns it writes now and did not before
+    widened: dict[str, list[str]] = field(default_factory=dict)
+    #: files new since the last sync
+    added: list[str] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.dropped or self.widened or self.added)
+
+
+def compare(root: Path, group: str, mappings: tuple[Mapping, ...]) -> Changes:
+    """The changes since the group's last sync (nothing when it has none recorded yet)."""
+    before = recorded(root, group)
+    out = Changes()
+    if before is None:
+        return out
+    now = {m.file: m for m in mappings}
+    for file, was in sorted(before.items()):
+        m = now.get(file)
+        for table in was["reads"]:
+            if (m is None or table not in reads(m)) and not any(_covers(x, table) for x in mappings):
+                out.dropped[table] = file
+        if m is not None:
+            new = _new_columns(was["writes"], writes(m))
+            if new:
+                out.widened[file] = new
+    out.added = [f for f in now if f not in before]
+    return out
+
+
+def _covers(m: Mapping, table: str) -> bool:
+    db, _, name = table.partition(".")
+    return any(_same(db, d) and (n == name or n == "*") for d, _, n in (t.partition(".") for t in reads(m)))
+
+
+def _same(a: str, b: str) -> bool:
+    return a == b or "*" in (a, b)
+
+
+def _new_columns(was: list[str], now: list[str]) -> list[str]:
+    """Columns ``now`` writes that ``was`` did not (``*``: every column; ``-c``: all but c)."""
+    if "*" in now:
+        if "*" not in was:
+            return ["every source column" + (f" except {', '.join(c[1:] for c in now if c.startswith('-'))}"
+                                             if any(c.startswith("-") for c in now) else "")]
+        return sorted(c[1:] for c in was if c.startswith("-") and c not in now)
+    if "*" in was:
+        return []
+    return sorted(set(now) - set(was))
+
+
+def backfill_command(cfg: Any, group: str, file: str) -> str:
+    """The command that loads a mapping's rows into its target again: ``sluice repair`` when this
+    Sluice has it (issue 39), else the full load ``sluice etl`` (an upsert of every row)."""
+    verb = "repair" if _has_repair() else "etl"
+    return f"sluice {verb} --config {cfg.file} --group {group} --mapping {file}"
+
+
+def _has_repair() -> bool:
+    from pipeline.cli import app
+
+    try:
+        from pipeline import commands  # noqa: F401  (registers the commands)
+    except ImportError:  # pragma: no cover - the CLI's package always imports
+        return False
+    return any((c.name or getattr(c.callback, "__name__", "")) == "repair" for c in app.registered_commands)
+
+
+def notes(cfg: Any, group: str, changes: Changes, skipped: dict[str, int], cursor: int) -> list[str]:
+    """What to tell the operator about ``changes`` (``skipped``: rows of dropped tables this sync
+    acked without applying, by ``db.table``; ``cursor``: the group's cursor before the sync)."""
+    out = []
+    for table, file in sorted(changes.dropped.items()):
+        rows = sum(n for t, n in skipped.items() if _covers_name(table, t))
+        out.append(f"skipped {rows} rows of {table}: no mapping of group {group} covers it any more ({file} read it "
+                   f"at the last sync); to apply them after all, restore {file} and replay: sluice store set-cursor "
+                   f"--config {cfg.file} --group {group} --to {cursor}")
+    for file, cols in sorted(changes.widened.items()):
+        out.append(f"{file} now writes {', '.join(cols)}: rows applied before this sync lack it; backfill them: "
+                   f"{backfill_command(cfg, group, file)}")
+    for file in changes.added:
+        out.append(f"{file} is new since the last sync: rows its table held before the pending batches are not in "
+                   f"its target; load them: {backfill_command(cfg, group, file)}")
+    return out
+
+
+def _covers_name(pattern: str, table: str) -> bool:
+    db, _, name = pattern.partition(".")
+    tdb, _, tname = table.partition(".")
+    return _same(db, tdb) and (name == "*" or name == tname)
+
+
+def count_skipped(dml: Any, dropped: dict[str, str], into: dict[str, int]) -> None:
+    """Add the rows of the dropped tables in a round's DataFrame (``database``, ``table``, ``data``)
+    to ``into`` by ``db.table``: one small Spark job, run only when a mapping was dropped."""
+    from pyspark.sql import functions as F
+
+    cond = None
+    for pattern in dropped:
+        db, _, name = pattern.partition(".")
+        one = F.lit(True) if db == "*" else F.col("database") == db
+        if name != "*":
+            one = one & (F.col("table") == name)
+        cond = one if cond is None else cond | one
+    rows = (dml.where(~F.coalesce(F.col("isDdl"), F.lit(False)) & cond)
+            .groupBy("database", "table").agg(F.sum(F.size("data")).alias("n")).collect())
+    for r in rows:
+        key = f"{r['database']}.{r['table']}"
+        into[key] = into.get(key, 0) + int(r["n"] or 0)

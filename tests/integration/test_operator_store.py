@@ -1,0 +1,77 @@
+"""A lost batch store does not restart capture at "now" (issue 37), through the real CLI against the
+real MariaDB source and target: the target records, with the rows it commits, where its round
+started in the source's binlog (``_sluice_applied``; ``sluice bootstrap`` records its snapshot), and
+a store without a position refuses to start at the current position while a target holds such a
+record, naming it and how to resume; followed, no row is lost."""
+
+from __future__ import annotations
+
+import re
+import shutil
+
+from pipeline import exitcodes
+from tests.support.cli import one_message
+from tests.support.operator import make
+
+
+def _resume(d, proc) -> list[str]:
+    """Follow the refusal's fix: the arguments of its ``sluice capture ... --from FILE:POS``."""
+    fix = next(ln for ln in proc.stderr.splitlines() if ln.strip().startswith("fix:"))
+    cmd = re.search(r"resume where the targets stand: sluice (capture --config \S+ --once --from \S+);", fix)
+    assert cmd, fix
+    words = cmd.group(1).split()
+    assert words[2] == str(d.cfg)
+    return [words[0], *words[3:]]
+
+
+def test_a_lost_store_resumes_where_the_targets_stand(tmp_path, mariadb, mariadb_target):
+    d = make(tmp_path, mariadb, mariadb_target)
+    d.source(f"INSERT INTO `{d.db}`.t VALUES (1, 'a'), (2, 'b')")
+    d.ok("bootstrap", "--force")  # a full load; the snapshot's position is recorded in the target
+    assert d.rows() == [(1, "a"), (2, "b")]
+    assert d.target(f"SELECT grp, part FROM `{d.tdb}`._sluice_applied") == [("g1", -1)]
+
+    shutil.rmtree(d.store)  # a cleanup script; a new disk; a store.path that points elsewhere
+    d.source(f"INSERT INTO `{d.db}`.t VALUES (3, 'c')")  # written while there is no store
+    proc = d.run("run")
+    assert proc.returncode == exitcodes.CONFIG and "Traceback" not in proc.stdout + proc.stderr
+    assert "error (capture): " in proc.stdout and "the batch store has no position" in proc.stdout
+    refused = d.run("capture", "--once")
+    line = one_message(refused, exitcodes.CONFIG, f"group g1's target mysql+pymysql://root@{mariadb_target['host']}",
+                       f"holds changes of source {d.db} up to mysql-bin.", "would skip every change made since",
+                       "fix: if the store moved, fix store.path", " --from now", "sluice bootstrap --config")
+    assert str(d.store) in line
+    d.ok(*_resume(d, refused))  # follow it
+    d.source(f"INSERT INTO `{d.db}`.t VALUES (4, 'd')", f"UPDATE `{d.db}`.t SET b = 'A' WHERE id = 1")
+    d.ok("run")
+    assert d.rows() == d.source_rows() == [(1, "A"), (2, "b"), (3, "c"), (4, "d")]
+    assert ("g1", 0) in d.target(f"SELECT grp, part FROM `{d.tdb}`._sluice_applied")  # the sync's partition
+
+    refused = d.run("capture", "--once", "--from", "now")  # --from only starts a store without a position
+    one_message(refused, exitcodes.CONFIG, "--from starts a store that has no position", "leave --from out")
+
+    shutil.rmtree(d.store)  # lost again, after syncs: their rounds' records say where to resume
+    d.source(f"DELETE FROM `{d.db}`.t WHERE id = 2", f"INSERT INTO `{d.db}`.t VALUES (5, 'e')")
+    refused = d.run("capture", "--once")
+    one_message(refused, exitcodes.CONFIG, "the batch store has no position", "--from mysql-bin.")
+    d.ok(*_resume(d, refused))
+    d.ok("run")
+    assert d.rows() == d.source_rows() == [(1, "A"), (3, "c"), (4, "d"), (5, "e")]
+
+
+def test_a_new_deployment_starts_at_now_and_from_now_is_the_operators_word(tmp_path, mariadb, mariadb_target):
+    d = make(tmp_path, mariadb, mariadb_target)  # no target was ever applied to: capture started at "now"
+    assert (d.store / "position.json").is_file()
+    d.source(f"INSERT INTO `{d.db}`.t VALUES (1, 'a')")
+    d.target(f"CREATE TABLE `{d.tdb}`._sluice_applied (source VARCHAR(190) NOT NULL, grp VARCHAR(190) NOT NULL, "
+             "part INT NOT NULL, position VARCHAR(2000) NOT NULL, server VARCHAR(190) NOT NULL, store_id "
+             "VARCHAR(190) NOT NULL, batch_id BIGINT NOT NULL, updated_at VARCHAR(190) NOT NULL, "
+             "PRIMARY KEY (source, grp, part))",
+             f"INSERT INTO `{d.tdb}`._sluice_applied VALUES ('{d.db}', 'g1', 0, "
+             "'{\"logfile\": \"mysql-bin.000001\", \"logpos\": 4}', 'h:1', 'old', 1, '2026-01-01T00:00:00+00:00')")
+    shutil.rmtree(d.store)
+    refused = d.run("capture", "--once")
+    one_message(refused, exitcodes.CONFIG, "up to mysql-bin.000001:4")
+    proc = d.ok("capture", "--once", "--from", "now")  # the operator means it: the targets miss row 1
+    assert "starts at the server's current position (--from now)" in proc.stderr
+    assert d.ok("capture", "--once").returncode == 0  # resumes where the store stands now
