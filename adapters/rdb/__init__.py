@@ -9,10 +9,18 @@ docs/rdb.md.
 
 from __future__ import annotations
 
+from adapters.rdb import applied, schema
 from adapters.rdb.config import RdbTable, RdbTarget, TlsOptions
 from adapters.rdb.factory import key_rules, make_writer, target_from_adapter
-from adapters.rdb.schema import reset_caches
 from adapters.rdb.writer import RdbWriter
+
+
+def reset_caches() -> None:
+    """Forget reflected tables and the ``_sluice_applied`` tables made sure of (the job calls it for
+    every sync and after each DDL: a target database dropped and made again is seen)."""
+    schema.reset_caches()
+    applied.forget()
+
 
 __all__ = ["RdbTable", "RdbTarget", "RdbWriter", "TlsOptions", "key_rules", "make_writer", "reset_caches",
            "target_from_adapter"]

@@ -68,6 +68,11 @@ def _ddl(w: RdbWriter, schema: str | None) -> str:
             f"batch_id BIGINT NOT NULL, updated_at {text} NOT NULL, PRIMARY KEY (source, grp, part))")
 
 
+def forget() -> None:
+    """Make sure of the tables again (a schema may have been dropped and made again since)."""
+    _created.clear()
+
+
 def ensure_table(w: RdbWriter, schema: str | None) -> None:
     """Create the table once per process and schema, on a connection of its own (MySQL commits
     around DDL: the chunk's open transaction must stay intact); SQLite in the transaction."""
@@ -81,8 +86,17 @@ def ensure_table(w: RdbWriter, schema: str | None) -> None:
             try:
                 conn.exec_driver_sql(_ddl(w, schema))
                 conn.commit()
-            except DBAPIError:  # created concurrently by another partition: fine if it is there now
+            except DBAPIError as e:  # created concurrently by another partition: fine if it is there now
                 conn.rollback()
+                try:
+                    conn.exec_driver_sql(f"SELECT 1 FROM {_table(w, schema)} WHERE 1 = 0").fetchall()
+                    conn.rollback()
+                except DBAPIError:
+                    from adapters.rdb.errors import classify
+
+                    raise classify(e, w.target, table=_table(w, schema), action="create",
+                                   hint="the target user needs CREATE there for Sluice's record of where the target "
+                                   f"stands (docs/rdb.md), or create it: {_ddl(w, schema)}") from None
     _created.add(key)
 
 

@@ -85,6 +85,7 @@ def remember(root: Path, group: str, mappings: tuple[Mapping, ...]) -> None:
     body = {"format": 1, "group": group, "at": now_iso(),
             "mappings": {m.file: {"reads": reads(m), "writes": writes(m)} for m in mappings}}
     try:
+        _path(root, group).parent.mkdir(parents=True, exist_ok=True)
         write_atomic(_path(root, group), (json.dumps(body, indent=1, ensure_ascii=False) + "\n").encode())
     except Exception as e:  # noqa: BLE001 - the sync is done; only the comparison next time is lost
         log.warning("could not record the group's mappings", file=str(_path(root, group)), error=str(e))

@@ -118,9 +118,9 @@ def test_hostile_identifiers_and_values_replicate_and_inject_nothing(tmp_path, m
     order, evil = _source_rows(mariadb, n)
     assert len(order) == len(vals) - 1 and len(evil) == len(vals) - 1
     with sysbench.connect(mariadb_target, n["tdb"]) as c, c.cursor() as cur:   # MariaDB: DDL replayed too
-        cur.execute("SHOW TABLES")  # the mirrored tables, the canary, Sluice's DDL ledger: nothing else
+        cur.execute("SHOW TABLES")  # the mirrored tables, the canary, Sluice's DDL ledger and position: nothing else
         assert sorted(r[0] for r in cur.fetchall()) == sorted(["order", n["evil"], n["canary"],
-                                                               "_sluice_ddl_applied"])
+                                                               "_sluice_ddl_applied", "_sluice_applied"])
         cur.execute(f"SELECT * FROM {q('order')} ORDER BY {q('select')}")
         assert [tuple(r) for r in cur.fetchall()] == order
         cur.execute(f"SHOW COLUMNS FROM {q('order')}")
