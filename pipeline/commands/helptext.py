@@ -16,7 +16,7 @@ ALL = (exitcodes.OK, exitcodes.FAILED, exitcodes.CONFIG, exitcodes.INTERRUPTED)
 #: the commands that also end with 3, 4 or 5 (the table's "which commands" column)
 MORE = {exitcodes.LOCKED: ("capture", "sync", "run", "etl", "bootstrap", "deadletter replay", "store set-cursor",
                            "store recapture"),
-        exitcodes.NOTHING: ("run",), exitcodes.DIFFERENT: ("verify", "store verify")}
+        exitcodes.NOTHING: ("run",), exitcodes.DIFFERENT: ("verify", "repair", "store verify")}
 
 EXAMPLES = {
     "capture": ["sluice capture --config sluice.yml", "sluice capture --config sluice.yml --follow",
@@ -31,6 +31,8 @@ EXAMPLES = {
     "etl": ["sluice etl --config sluice.yml --group g1 --mapping mappings/t.yml",
             "sluice etl --config sluice.yml --group g1 --all --params '2024-01-01;5'"],
     "bootstrap": ["sluice bootstrap --config sluice.yml"],
+    "repair": ["sluice repair --config sluice.yml --group g1 --table shop.orders",
+               "sluice repair --config sluice.yml --group g1 --mapping mappings/orders.yml --dry-run"],
     "package": ["sluice package --out dist"],
     "deadletter list": ["sluice deadletter list --config sluice.yml --group g1"],
     "deadletter replay": ["sluice deadletter replay --config sluice.yml --group g1 --mapping mappings/t.yml"],

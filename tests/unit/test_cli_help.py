@@ -22,7 +22,8 @@ def _which() -> dict[int, set[str] | None]:
     out: dict[int, set[str] | None] = {}
     for m in re.finditer(r"^\| (\d+) \|[^|]*\|[^|]*\| ([^|]*) \|", section, re.M):
         cell = m.group(2).strip()
-        out[int(m.group(1))] = None if cell == "all" else set(re.findall(r"`([^`]+)`", cell))
+        # `repair --dry-run`: the command is the words before its options
+        out[int(m.group(1))] = None if cell == "all" else {n.split(" --")[0] for n in re.findall(r"`([^`]+)`", cell)}
     return out
 
 
