@@ -14,8 +14,6 @@ import json
 import uuid
 from pathlib import Path
 
-import pytest
-
 from pipeline.capture import native, run_capture
 from pipeline.config import load_config
 from pipeline.store import BatchStore
@@ -23,8 +21,10 @@ from tests.integration.test_capture_types import DDL, ROWS
 from tests.support import source_faults as sf
 from tests.support import sysbench
 from tests.support.capture_check import all_records, mark_start, write_config
+from tests.support.prereq import missing
 
-pytestmark = pytest.mark.skipif(native.load() is None, reason="the native capture extension is not built")
+if native.load() is None:
+    missing("the native capture extension is not built (scripts/bootstrap)", module=True)
 
 
 def _capture(config: str, start: dict, tmp: Path, name: str, monkeypatch, native_on: bool) -> list[dict]:

@@ -17,6 +17,7 @@ import yaml
 from pipeline import exitcodes
 from pipeline.store import BatchStore
 from tests.support.cli import NOBODY, cli, one_message
+from tests.support.prereq import missing
 
 
 def _deployment(root: Path, mappings: list[str] | None = None) -> Path:
@@ -116,7 +117,7 @@ def _can_drop_privileges() -> bool:
 def read_only_deployment():
     """A deployment whose store exists but this (unprivileged) user cannot write."""
     if not _can_drop_privileges():
-        pytest.skip("running as root without setpriv: a read-only folder cannot be made")
+        missing("running as root without setpriv: a read-only folder cannot be made")
     root = Path(tempfile.mkdtemp(prefix="sluice-ro-"))
     try:
         root.chmod(0o755)

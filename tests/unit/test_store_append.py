@@ -13,6 +13,7 @@ import pytest
 
 from pipeline.errors import StoreError
 from pipeline.store import BatchMeta, BatchStore
+from tests.support.prereq import missing
 
 
 def insert(*ids: int, table: str = "t") -> dict:
@@ -182,9 +183,9 @@ def test_meta_round_trip(tmp_path: Path) -> None:
 
 def test_spark_reads_batch_files_directly(tmp_path: Path) -> None:
     if shutil.which("java") is None:
-        pytest.skip("no java: cannot start Spark")
-    pyspark = pytest.importorskip("pyspark.sql")
-    types = pytest.importorskip("pyspark.sql.types")
+        missing("no java: cannot start Spark")
+    import pyspark.sql as pyspark  # a dependency of the package: never missing
+    import pyspark.sql.types as types
     store = BatchStore(tmp_path)
     with store.capture_lock():
         store.append([insert(1, 2), DDL], start={"p": 0}, end={"p": 1})
