@@ -53,7 +53,7 @@ def covering(cfg: Config, database: str, table: str) -> dict[str, list[str]] | N
     out: dict[str, list[str]] = {}
     for g in cfg.groups:
         try:
-            plan = load_group(cfg, g.groupId)
+            plan = load_group(cfg, g.groupId, others=False)  # which source tables it reads, nothing more
         except SluiceError:
             return None
         files = sorted({str(plan.mappings[i].file) for i in plan.mappings_for(database, table)})

@@ -27,6 +27,22 @@ def _which() -> dict[int, set[str] | None]:
     return out
 
 
+@pytest.fixture(autouse=True)
+def _own_logging():
+    """``main`` configures logging to this test's captured stderr: put it back afterwards (later tests
+    in this process would log to a closed stream)."""
+    import logging
+
+    import structlog
+
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield
+    structlog.reset_defaults()
+    root.handlers[:] = handlers
+    root.setLevel(level)
+
+
 def _help(capsys, *args: str) -> str:
     assert main([*args, "--help"]) == 0
     return capsys.readouterr().out
