@@ -57,7 +57,7 @@ def writes(m: Mapping) -> list[str]:
     if isinstance(spec, HbaseMapping):  # every column is written, listed in columns or not
         return ["*", *(f"-{c}" for c in sorted(spec.excludeColumns))]
     if isinstance(spec, EsMapping):
-        return sorted(spec.query.field_names())
+        return sorted(spec.query.field_names)
     return []
 
 

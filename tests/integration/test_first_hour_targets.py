@@ -14,16 +14,18 @@ from tests.support.deploy import write_deployment
 
 def _deploy(tmp_path, mariadb, adapter: dict, mapping: dict):
     db = f"fh_{uuid.uuid4().hex[:6]}"
+    if "hbaseMapping" in mapping:  # a captured table: capture refuses a mapping of one its filter leaves out
+        mapping["hbaseMapping"]["database"] = db
     cfg = write_deployment(tmp_path, mariadb, name=db, include=rf"{db}\..*", master="local[1]", partitions=1,
                            groups=[{"groupId": "g1", "outerAdapters": [adapter], "mappings": ["mappings/*.yml"]}],
                            mappings={"m.yml": mapping})
     assert cli("capture", "--config", str(cfg), "--once").returncode == 0  # the store, nothing pending
-    return cfg
+    return cfg, db
 
 
 def test_an_hbase_table_that_does_not_exist(tmp_path, mariadb, hbase):
     table = f"sluice_missing_{uuid.uuid4().hex[:6]}"
-    cfg = _deploy(tmp_path, mariadb, {"name": "hbase", "key": "hb", "hosts": f"{hbase['host']}:{hbase['port']}"},
+    cfg, db = _deploy(tmp_path, mariadb, {"name": "hbase", "key": "hb", "hosts": f"{hbase['host']}:{hbase['port']}"},
                   {"outerAdapterKey": "hb", "hbaseMapping": {"mode": "STRING", "database": "d", "table": "t",
                                                              "hbaseTable": table, "columns": {"id": "ROWKEY",
                                                                                               "name": "CF:NAME"}}})
@@ -36,7 +38,7 @@ def test_an_hbase_table_that_does_not_exist(tmp_path, mariadb, hbase):
             continue
         one_message(proc, exitcodes.CONFIG, want, f"create '{table}', 'CF'", "autoCreateTable: true")
     proc = cli("verify", "--config", str(cfg))
-    assert proc.returncode == exitcodes.CONFIG and want in proc.stdout and proc.stdout.startswith("ERROR d.t")
+    assert proc.returncode == exitcodes.CONFIG and want in proc.stdout and proc.stdout.startswith(f"ERROR {db}.t")
 
 
 @pytest.fixture
@@ -48,7 +50,7 @@ def no_auto_create(es):
 
 def test_an_es_index_that_does_not_exist(tmp_path, mariadb, elasticsearch, es, request):
     index = f"sluice-missing-{uuid.uuid4().hex[:6]}"
-    cfg = _deploy(tmp_path, mariadb, {"name": "es8", "key": "es", "hosts": elasticsearch["url"]},
+    cfg, _ = _deploy(tmp_path, mariadb, {"name": "es8", "key": "es", "hosts": elasticsearch["url"]},
                   {"outerAdapterKey": "es", "esMapping": {"_index": index, "_id": "_id",
                                                           "sql": "SELECT p.id AS _id, p.name FROM people p"}})
     # the cluster creates it on the first write: a warning naming the file and the index, and on

@@ -62,7 +62,7 @@ def dep(tmp_path, tls_source, mariadb, mariadb_target):
         "database": db, "table": "t", "targetTable": f"{db}_copy.t", "targetPk": {"id": "id"}, "mapAll": True}}
     etl = {"groupId": "g1", "outerAdapterKey": "tgt", "dbMapping": {
         "database": db, "table": "e", "targetTable": f"{db}_copy.e", "targetPk": {"id": "id"}, "mapAll": True}}
-    cfg = write_deployment(tmp_path, tls_source, name=db, include=rf"{db}\.t", master="local[1]", partitions=2,
+    cfg = write_deployment(tmp_path, tls_source, name=db, include=rf"{db}\.(t|e)", master="local[1]", partitions=2,
                            groups=[{"groupId": "g1", "outerAdapters": [rdb_adapter(mariadb_target, "tgt",
                                                                                    f"{db}_copy")],
                                     "mappings": ["mappings/rdb/*.yml"]}],
@@ -83,7 +83,7 @@ def test_every_step_connects_over_tls_to_a_source_that_requires_it(dep, mariadb,
     run = sluice("run", "--config", cfg, "--json")  # pre-flight (server, mapped tables), capture, sync
     rec = json.loads(run.stdout.strip().splitlines()[-1])
     assert rec["status"] == "ok", rec
-    assert rec["sync"]["g1"]["inserted"] == {f"{db}.t": 2}, rec
+    assert rec["sync"]["g1"]["inserted"] == {f"{db}.t": 2, f"{db}.e": 2}, rec
     assert table_rows(mariadb, db, "t") == table_rows(mariadb_target, f"{db}_copy", "t")
     st = json.loads(sluice("status", "--config", cfg, "--json").stdout)
     assert st["source"]["capture"]["behind_bytes"] == 0, st["source"]
