@@ -120,6 +120,7 @@ def run_sync(cfg: Config, group_id: str, spark: SparkSession, *, max_batches: in
         generation, recaptures = store.lineage()
         lineage = {"scope": store.scope(group_id), "generation": generation, "recaptures": recaptures}
         keys = plan.key_plan()
+        rounds = 0
         while True:
             batches = store.get(group_id, max_batches)
             if not batches:
@@ -170,6 +171,8 @@ def run_sync(cfg: Config, group_id: str, spark: SparkSession, *, max_batches: in
                 raise
             finally:
                 dml.unpersist()
+            rounds += 1
+            _pause_before_ack(rounds, ids)  # crash tests: every partition committed, nothing acked
             store.ack_round(group_id, ids)
             summary.batches += len(batches)
             summary.acked_to = ids[-1]
@@ -215,14 +218,33 @@ def _pause_before_ddl() -> None:
     marker file): before the first barrier DDL of the run -- the DML before it committed, nothing
     acked -- write the marker (this pid) and wait 120 s, or until ``<marker>.go`` exists."""
     marker = os.environ.get("SLUICE_TEST_PAUSE_BEFORE_DDL")
-    if not marker:
-        return
+    if marker:
+        _pause(marker, f"{os.getpid()}\n")
+
+
+def _pause_before_ack(round_no: int, batch_ids: list[int]) -> None:
+    """Fault-injection hook of the crash tests (off unless ``SLUICE_TEST_PAUSE_BEFORE_ACK`` is
+    ``round_no`` and ``SLUICE_TEST_PAUSE_MARKER`` names a marker file): every partition of every
+    segment of this run's ``round_no``-th round committed (dead letters durable), nothing of it
+    acked, the rounds before it acked. The marker holds this pid and the round's batch ids as
+    JSON; then as :func:`_pause_before_ddl`."""
+    marker = os.environ.get("SLUICE_TEST_PAUSE_MARKER")
+    if marker and os.environ.get("SLUICE_TEST_PAUSE_BEFORE_ACK") == str(round_no):
+        _pause(marker, json.dumps({"pid": os.getpid(), "round": round_no, "batches": batch_ids}) + "\n")
+
+
+def _pause(marker: str, text: str) -> None:
+    """Write ``text`` to ``marker`` (whole before it appears; once per marker) and wait 120 s, or
+    until ``<marker>.go`` exists."""
+    tmp = f"{marker}.{os.getpid()}.tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
     try:
-        fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        os.link(tmp, marker)
     except FileExistsError:
         return
-    os.write(fd, f"{os.getpid()}\n".encode())
-    os.close(fd)
+    finally:
+        os.unlink(tmp)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and not os.path.exists(marker + ".go"):
         time.sleep(0.2)
