@@ -19,7 +19,7 @@ from sqlalchemy.engine import Connection, CursorResult
 from sqlalchemy.exc import DBAPIError
 
 from adapters.base import ApplyStats, Change
-from adapters.rdb import literals
+from adapters.rdb import literals, versioned
 from adapters.rdb.client import packet_limit
 from adapters.rdb.config import RdbTarget
 from adapters.rdb.dialects import Dialect
@@ -116,6 +116,8 @@ class ChunkApply:
     def run(self, plan: Plan, run: list[Change]) -> None:
         """Apply one run (not TRUNCATE) whose table's plan is ``plan``."""
         first = run[0]
+        if plan.info.period is not None and versioned.applies(plan):  # the source's period values too
+            return versioned.apply_run(self, plan, run)
         if first.kind == "DELETE":
             if plan.key_pos:
                 return self.delete(plan, run)

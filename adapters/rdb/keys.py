@@ -53,12 +53,12 @@ def current_schema(conn: Connection, family: str) -> str:
 
 
 def list_tables(conn: Connection, family: str, schema: str | None) -> list[str]:
-    """The base tables of a target schema (None: the connection's own)."""
+    """The base tables (MariaDB: system-versioned ones too) of a target schema (None: the connection's own)."""
     if family == "mysql":
         db = "%s" if schema is not None else "DATABASE()"
         rows = conn.exec_driver_sql(
-            f"SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = {db} AND TABLE_TYPE = "
-            "'BASE TABLE' AND TABLE_NAME NOT LIKE '\\_sluice\\_%%' ORDER BY TABLE_NAME",
+            f"SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = {db} AND TABLE_TYPE IN "
+            "('BASE TABLE', 'SYSTEM VERSIONED') AND TABLE_NAME NOT LIKE '\\_sluice\\_%%' ORDER BY TABLE_NAME",
             (schema,) if schema is not None else ()).fetchall()
         return [r[0] for r in rows]
     return [t for t in inspect(conn).get_table_names(schema=schema) if not t.startswith("_sluice_")]
@@ -103,6 +103,8 @@ def key_rules(conn: Connection, target: Any, target_id: str, family: str,
         me = (info.schema or here, info.name)
         comps.find(me)
         if not info.pk or len(info.unique) > 1:  # a unique key besides the primary key, or no primary key
+            ordered_tables.add(me)
+        if info.period is not None:  # system-versioned: current and history rows of one key, DELETE HISTORY
             ordered_tables.add(me)
         for fk in info.fks:
             parent = (fk.ref_schema or info.schema or here, fk.ref_table)

@@ -59,6 +59,9 @@ class TableInfo:
     plans: dict[Any, Any] = field(default_factory=dict)  # writer plans derived from this shape
     fks: tuple[ForeignKey, ...] = ()  # foreign keys of this table (it is the child)
     unique_names: tuple[str, ...] = ()  # the name of each entry of ``unique`` (messages)
+    #: MariaDB system-versioned table: its period columns (start, end) (adapters/rdb/versioned.py)
+    period: tuple[str, str] | None = None
+    period_problem: str = ""  # why its changes cannot be applied exactly (transaction-precise periods)
 
     def find(self, name: str, case_insensitive: bool) -> str | None:
         """The target column named ``name`` (exact first, then case-insensitively if asked)."""
@@ -212,8 +215,35 @@ def _reflect_mysql(conn: Connection, schema: str | None, table: str, target_key:
     others = [(k, tuple(v)) for k, v in groups.items() if None not in v]
     unique = ([pk] if pk else []) + [v for _, v in others]
     names = (["PRIMARY"] if pk else []) + [k for k, _ in others]
-    return TableInfo(schema, table, columns, pk, tuple(unique), fks=_mysql_fks(conn, db, params),
+    info = TableInfo(schema, table, columns, pk, tuple(unique), fks=_mysql_fks(conn, db, params),
                      unique_names=tuple(names))
+    kind = conn.exec_driver_sql(f"SELECT TABLE_TYPE FROM information_schema.TABLES WHERE TABLE_SCHEMA = {db} "
+                                "AND TABLE_NAME = %s", params).scalar()
+    if kind == "SYSTEM VERSIONED":
+        _versioned(conn, info, ischema)
+    return info
+
+
+_PERIOD = re.compile(r"PERIOD FOR SYSTEM_TIME \(`((?:[^`]|``)+)`, `((?:[^`]|``)+)`\)")
+
+
+def _versioned(conn: Connection, info: TableInfo, ischema: dict) -> None:
+    """The period columns of a system-versioned table: named in SHOW CREATE TABLE, or the implicit
+    ``row_start``/``row_end`` that information_schema.COLUMNS does not list. They are written (with
+    ``system_versioning_insert_history``), not computed: not ``generated`` here."""
+    name = (f"`{info.schema.replace('`', '``')}`." if info.schema else "") + f"`{info.name.replace('`', '``')}`"
+    m = _PERIOD.search(conn.exec_driver_sql(f"SHOW CREATE TABLE {name}").fetchone()[1])
+    if m is None:
+        for col in ("row_start", "row_end"):
+            info.columns[col] = ColumnInfo(col, _mysql_type("timestamp", "timestamp(6)", ischema), False)
+        info.period = ("row_start", "row_end")
+        return
+    info.period = (m.group(1).replace("``", "`"), m.group(2).replace("``", "`"))
+    for col in info.period:
+        info.columns[col].generated = False
+        if not isinstance(info.columns[col].type, sa.TIMESTAMP):
+            info.period_problem = (f"its period columns {info.period[0]}, {info.period[1]} hold transaction ids "
+                                   "(transaction-precise history), which only the source's transactions give")
 
 
 def _mysql_fks(conn: Connection, db: str, params: tuple) -> tuple[ForeignKey, ...]:
