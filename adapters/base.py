@@ -70,6 +70,11 @@ class DdlChange:
     table: str
     sql: str
     seq: tuple[int, int, int] = (0, 0, 0)
+    es: int = 0  # the source's event time (ms since the epoch; 0: unknown)
+    #: ``CREATE TABLE t LIKE other.s`` naming a database outside the mirror: ``(definition, "")`` when
+    #: the source's ``SHOW CREATE TABLE other.s`` is provably the one the statement copied, else
+    #: ``("", why not)``; None when not looked up (adapters/rdb/like.py, pipeline/job/definitions.py)
+    like: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True)

@@ -21,12 +21,13 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import replace
+from functools import partial
 from typing import TYPE_CHECKING
 
 from sqlalchemy.exc import SQLAlchemyError
 
 from adapters.base import DdlChange
-from adapters.rdb import charsets, dbsequence
+from adapters.rdb import charsets, dbsequence, like
 from adapters.rdb.config import RdbTable
 from adapters.rdb.errors import classify, db_text
 from pipeline.errors import SluiceError
@@ -110,12 +111,15 @@ def apply_ddl(w: RdbWriter, route: RdbTable | None, ddl: DdlChange) -> None:
         log.info("ddl not replayed", reason=f"statement kind {ddl.kind}", sql=ddl.sql[:200])
         return
     target_db = route.target_schema or ddl.database
-    mirrors = {}
+    mirrors, mirrored = {}, {ddl.database}
     for m in w.mappings:
         spec = getattr(m, "spec", None)
-        if spec is not None and getattr(spec, "mirrorDb", False) and spec.target_schema:
-            mirrors[spec.database] = spec.target_schema
+        if spec is not None and getattr(spec, "mirrorDb", False):
+            mirrored.add(spec.database)
+            if spec.target_schema:
+                mirrors[spec.database] = spec.target_schema
     sql = rewrite_schema(ddl.sql, ddl.database, target_db, mirrors)
+    outside = like.foreign(ddl, mirrored)  # CREATE TABLE ... LIKE a table no mirror of this target has
     qdb = quote_ident(target_db)
     mark = (ddl.database, "%d.%d.%d" % ddl.seq, hashlib.sha1(ddl.sql.encode()).hexdigest())
     conn = w.engine().connect().execution_options(isolation_level="AUTOCOMMIT")
@@ -141,13 +145,21 @@ def apply_ddl(w: RdbWriter, route: RdbTable | None, ddl: DdlChange) -> None:
                     cur.execute(f"INSERT INTO {qdb}.{LOG_TABLE} (source_db, seq, sql_sha1, scope, done) "
                                 "VALUES (%s, %s, %s, %s, 0)", (*mark, _scope(w)))
             cur.execute("USE " + qdb)
+            if getattr(conn.dialect, "is_mariadb", False):  # the source ran it, so it allowed it: an
+                cur.execute("SET SESSION system_versioning_alter_history = KEEP")  # ALTER of a versioned table
+            collate = None
             if ddl.kind in ("CREATE", "ALTER", "CINDEX"):  # collations as the source understood them
                 source = w.source_charsets() if w.source_charsets is not None and ddl.kind != "CINDEX" else None
-                sql = charsets.rewrite(sql, ddl.kind, ddl.database, source,
-                                       charsets.target_collations(cur, w.target), ddl.table)
+                have = charsets.target_collations(cur, w.target)
+                sql = charsets.rewrite(sql, ddl.kind, ddl.database, source, have, ddl.table)
+                collate = partial(charsets.rewrite, kind="CREATE", database=ddl.database, source=source, have=have,
+                                  table=ddl.table)  # for a LIKE's scratch definition (adapters/rdb/like.py)
             try:
-                cur.execute(sql)
-                log.info("ddl replayed", database=target_db, table=ddl.table, kind=ddl.kind)
+                if outside is not None:
+                    like.replay(w, cur, ddl, sql, target_db, outside, collate)
+                else:
+                    cur.execute(sql)
+                    log.info("ddl replayed", database=target_db, table=ddl.table, kind=ddl.kind)
             except Exception as e:  # noqa: BLE001 - a raw DBAPI error: classified below
                 if not w.dialect.is_ddl_applied(ddl.kind, e):
                     raise

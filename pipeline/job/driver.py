@@ -27,6 +27,7 @@ from pipeline.errors import SluiceError, TransientError
 from pipeline.job import mapped
 from pipeline.job.accumulators import merge, new_counter
 from pipeline.job.collations import source_charsets_reader
+from pipeline.job.definitions import with_like_definition
 from pipeline.job.group import GroupPlan, load_group
 from pipeline.job.partition import JobContext, apply_function
 from pipeline.job.plan import partitioned_changes, segments
@@ -280,13 +281,13 @@ def _barriers(store: ChangeLog, batches, dml, plan: GroupPlan
     rows = store.ddl_records(batches)
     if rows is None:
         rows = [r.asDict() for r in (dml.where(F.coalesce(F.col("isDdl"), F.lit(False)))
-                                     .select("batchId", "seq", "database", "table", "type", "sql")
+                                     .select("batchId", "seq", "database", "table", "type", "sql", "es")
                                      .orderBy("batchId", "seq").collect())]
     out, positions = [], []
     for r in rows:
         positions.append((r["batchId"], r["seq"]))
         ddl = DdlChange(r.get("type") or "QUERY", r.get("database") or "", r.get("table") or "", r.get("sql") or "",
-                        (r["batchId"], r["seq"], 0))
+                        (r["batchId"], r["seq"], 0), int(r.get("es") or 0))
         if plan.mappings_for(ddl.database, ddl.table):
             out.append(ddl)
     return out, positions
@@ -336,8 +337,13 @@ def _apply_ddl(plan: GroupPlan, ddl: DdlChange, scope: str = "", retries: int = 
                ) -> None:
     """Apply a barrier DDL (or TRUNCATE) to the targets of the mappings it concerns; a
     TransientError (the target restarting) is retried with backoff like a chunk (replaying a
-    DDL is idempotent: its ledger, its "already applied" errors; TRUNCATE is)."""
-    for midx in plan.mappings_for(ddl.database, ddl.table):
+    DDL is idempotent: its ledger, its "already applied" errors; TRUNCATE is). A ``CREATE TABLE ...
+    LIKE`` of another database's table gets that table's definition from the source when it is
+    provably the one copied (:mod:`pipeline.job.definitions`)."""
+    midxs = plan.mappings_for(ddl.database, ddl.table)
+    if any(getattr(plan.mappings[i].spec, "mirrorDb", False) for i in midxs):
+        ddl = with_like_definition(plan.config.source, ddl)
+    for midx in midxs:
         mapping = plan.mappings[midx]
         delay = 0.5
         for attempt in range(1, retries + 1):

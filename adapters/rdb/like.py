@@ -1,0 +1,121 @@
+"""``CREATE TABLE t LIKE other.s`` on a mirror, where ``other`` is a database no mapping of the
+target mirrors.
+
+A mirror replays DDL with the source database renamed to the target's (:mod:`adapters.rdb.ddl`),
+and a LIKE that names another mirrored database of the same target is rewritten to that one's
+target database. A LIKE naming any other database names a table the target does not have, and
+the statement, replayed verbatim, failed on every run (``1146: Table 'other.s' doesn't exist``).
+Its effect -- a table defined as ``other.s`` was at that moment -- is replayed exactly when the job
+read that definition from the source and could prove it unchanged since the statement
+(``DdlChange.like``, :mod:`pipeline.job.definitions`): the definition is created under a
+scratch name in the target database (its foreign keys left out: ``LIKE`` copies none) and the
+statement runs against it, so the server's own ``LIKE`` rules apply (indexes, defaults, CHECK
+constraints, partitioning copied; no AUTO_INCREMENT counter), then the scratch table is dropped.
+Otherwise the sync stops, naming the statement, its position and the table -- unless the target
+table exists already (made by hand as the refusal's fix says), which counts as applied.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from adapters.base import DdlChange
+from pipeline.errors import TargetError
+from pipeline.logs import get_logger
+from pipeline.source.mysqltypes import quote_ident
+
+if TYPE_CHECKING:
+    from adapters.rdb.writer import RdbWriter
+
+log = get_logger("rdb.ddl")
+_IDENT = r"(?:`(?:[^`]|``)+`|[\w$]+)"
+_NAME = rf"({_IDENT})(?:\s*\.\s*({_IDENT}))?"
+_LEAD = re.compile(r"\A(?:\s+|/\*(?!!).*?\*/|#[^\n]*\n?|--\s[^\n]*\n?)*", re.S)
+_LIKE = re.compile(rf"CREATE\s+(?:OR\s+REPLACE\s+)?(?:TEMPORARY\s+)?TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?{_NAME}\s*"
+                   rf"(\(\s*)?LIKE\s+{_NAME}\s*(?(3)\))\s*;?\s*\Z", re.I | re.S)
+_HEAD = re.compile(r"\ACREATE TABLE (`(?:[^`]|``)+`)")
+
+
+def _unquote(name: str) -> str:
+    return name[1:-1].replace("``", "`") if name.startswith("`") else name
+
+
+def like_source(sql: str) -> tuple[str | None, str, int, int] | None:
+    """``(database or None, table, start, end)`` of the table a ``CREATE TABLE ... LIKE`` copies
+    (``start:end``: where the statement names it), or None for any other statement."""
+    m = _LIKE.match(sql, _LEAD.match(sql).end())
+    if m is None:
+        return None
+    if m.group(5) is not None:
+        return _unquote(m.group(4)), _unquote(m.group(5)), m.start(4), m.end(5)
+    return None, _unquote(m.group(4)), m.start(4), m.end(4)
+
+
+def foreign(ddl: DdlChange, mirrored: set[str]) -> tuple[str, str, int, int] | None:
+    """The LIKE source of ``ddl`` when it is in a database outside ``mirrored`` (and not the
+    statement's own), else None."""
+    found = like_source(ddl.sql) if ddl.kind == "CREATE" else None
+    if found is None or found[0] is None or found[0] == ddl.database or found[0] in mirrored:
+        return None
+    return found[0], found[1], found[2], found[3]
+
+
+def without_foreign_keys(definition: str) -> str:
+    """A ``SHOW CREATE TABLE`` text without its FOREIGN KEY constraints (one per line there)."""
+    lines = definition.split("\n")
+    kept = [line for line in lines if not re.match(r"\s+CONSTRAINT .* FOREIGN KEY \(", line)]
+    if len(kept) == len(lines):
+        return definition
+    for i, line in enumerate(kept):  # the last item before the closing line loses its comma
+        if line.startswith(")") and i and kept[i - 1].endswith(","):
+            kept[i - 1] = kept[i - 1][:-1]
+    return "\n".join(kept)
+
+
+def replay(w: RdbWriter, cur, ddl: DdlChange, sql: str, target_db: str, source: tuple[str, str, int, int],
+           collate: Callable[[str], str] | None = None) -> None:
+    """Run ``sql`` (the rewritten statement, LIKE source at ``source[2:4]`` of ``ddl.sql``) on the open
+    target cursor (current database: ``target_db``) as described in the module docstring; ``collate``
+    gives the scratch definition the collations the target knows (:func:`adapters.rdb.charsets.rewrite`)."""
+    db, table = source[0], source[1]
+    definition, problem = ddl.like or ("", "the job did not read its definition from the source")
+    if definition:
+        scratch = "_sluice_like_" + hashlib.sha1(f"{ddl.sql}{ddl.seq}".encode()).hexdigest()[:12]
+        head = _HEAD.match(definition)
+        if head is None:
+            raise TargetError(f"unexpected SHOW CREATE TABLE text for {db}.{table}: {definition[:200]}")
+        body = without_foreign_keys(f"CREATE TABLE {quote_ident(scratch)}{definition[head.end():]}")
+        if collate is not None:
+            body = collate(body)
+        # the statement's own text is ddl.sql; ``sql`` is it rewritten, which leaves the foreign name alone
+        ref = ddl.sql[source[2]:source[3]]
+        at = sql.rfind(ref)
+        run = sql[:at] + quote_ident(scratch) + sql[at + len(ref):]
+        cur.execute(f"DROP TABLE IF EXISTS {quote_ident(scratch)}")
+        cur.execute(body)
+        try:
+            cur.execute(run)
+        finally:
+            cur.execute(f"DROP TABLE IF EXISTS {quote_ident(scratch)}")
+        log.info("ddl replayed", database=target_db, table=ddl.table, kind=ddl.kind,
+                 like=f"{db}.{table} (its definition as the source has it, unchanged since the statement)")
+        return
+    cur.execute("SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
+                (target_db, ddl.table))
+    if cur.fetchone() is not None:
+        log.info("ddl already applied", database=target_db, table=ddl.table, kind=ddl.kind,
+                 reason="the table exists (made by hand for a CREATE ... LIKE the job could not replay)")
+        return
+    where = f"batch {ddl.seq[0]} seq {ddl.seq[1]}" if ddl.seq != (0, 0, 0) else "position unknown"
+    err = TargetError(
+        f"cannot replay `{ddl.sql[:300]}` ({ddl.database}, {where}) on {w.target.label}: it copies {db}.{table}, "
+        f"a table of a database no mapping of this target mirrors, and its definition at that moment is not "
+        f"known ({problem})",
+        hint=f"create {target_db}.{ddl.table} on the target as the source created it (e.g. from SHOW CREATE TABLE "
+             f"{ddl.database}.{ddl.table} on the source, if no later DDL changed it), then sync again: a table that "
+             "exists counts as this statement applied")
+    err.table = f"{ddl.database}.{ddl.table}"
+    raise err
