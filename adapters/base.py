@@ -75,6 +75,9 @@ class DdlChange:
     #: the source's ``SHOW CREATE TABLE other.s`` is provably the one the statement copied, else
     #: ``("", why not)``; None when not looked up (adapters/rdb/like.py, pipeline/job/definitions.py)
     like: tuple[str, str] | None = None
+    #: the time zone to replay the statement in (the source's global one; capture does not store a
+    #: session's own zone yet): TIMESTAMP literals in DDL depend on it
+    time_zone: str = ""
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from adapters.base import DdlChange
 from adapters.rdb import charsets, dbsequence, like
 from adapters.rdb.config import RdbTable
 from adapters.rdb.errors import classify, db_text
-from pipeline.errors import SluiceError
+from pipeline.errors import SluiceError, TargetError
 from pipeline.logs import get_logger
 from pipeline.source.mysqltypes import quote_ident
 
@@ -154,6 +154,8 @@ def apply_ddl(w: RdbWriter, route: RdbTable | None, ddl: DdlChange) -> None:
                 sql = charsets.rewrite(sql, ddl.kind, ddl.database, source, have, ddl.table)
                 collate = partial(charsets.rewrite, kind="CREATE", database=ddl.database, source=source, have=have,
                                   table=ddl.table)  # for a LIKE's scratch definition (adapters/rdb/like.py)
+            if ddl.time_zone:  # TIMESTAMP literals mean an instant in the source's zone
+                _time_zone(w, cur, ddl)
             try:
                 if outside is not None:
                     like.replay(w, cur, ddl, sql, target_db, outside, collate)
@@ -183,6 +185,20 @@ def apply_ddl(w: RdbWriter, route: RdbTable | None, ddl: DdlChange) -> None:
         except SQLAlchemyError:
             pass
         conn.close()
+
+
+def _time_zone(w: RdbWriter, cur, ddl: DdlChange) -> None:
+    try:
+        cur.execute("SET SESSION time_zone = %s", (ddl.time_zone,))
+    except Exception as e:  # noqa: BLE001 - a raw DBAPI error: the zone is unknown to the target
+        if w.dialect.error_code(e) != 1298:  # ER_UNKNOWN_TIME_ZONE
+            raise
+        err = TargetError(f"replaying `{ddl.sql[:200]}` needs the source's time zone {ddl.time_zone}, which "
+                          f"{w.target.label} does not know (its time zone tables are not loaded)",
+                          hint="load them on the target: mariadb-tzinfo-to-sql /usr/share/zoneinfo | mariadb mysql "
+                               "(MySQL: mysql_tzinfo_to_sql), then sync again")
+        err.table = f"{ddl.database}.{ddl.table}"
+        raise err from None
 
 
 def _scope(w: RdbWriter) -> str:

@@ -82,7 +82,10 @@ def apply_run(ca: ChunkApply, plan: Plan, run: list[Change]) -> None:
                 _delete_history(ca, plan, c)
             i += 1
     finally:
-        ca.exec("SET timestamp = DEFAULT", ())
+        try:
+            ca.exec("SET timestamp = DEFAULT", ())
+        except DBAPIError:  # the connection broke (the error that got here says so): the writer drops it
+            pass
 
 
 def _where(ca: ChunkApply, plan: Plan, cols: tuple[str, ...]) -> str:

@@ -26,6 +26,44 @@ from pipeline.source.mysqltypes import quote_ident
 log = get_logger("sync")
 
 
+_ZONES: dict[tuple[str, int], str] = {}
+
+
+def source_time_zone(source: SourceConfig) -> str:
+    """The source's global time zone (``@@global.time_zone``), the one a DDL statement ran in unless its
+    session set another (capture does not store that one yet): a mirror replays DDL in it, as
+    TIMESTAMP literals (``DEFAULT '1970-01-01 00:00:01'``, an ``ADD COLUMN`` filling rows) mean an
+    instant in that zone. ``SYSTEM`` (the source's operating system zone, which has no name to hand
+    the target) becomes its UTC offset when that is the same in January and July (no daylight saving
+    time); else, or when the source cannot be reached, "" (Sluice's UTC session), with a warning.
+    Read once per process."""
+    key = (source.host, source.port)
+    if key not in _ZONES:
+        try:
+            conn = connect(source)
+        except Exception as e:  # noqa: BLE001 - a SourceError: DDL is replayed in UTC, as before
+            log.warning("source time zone unknown: DDL is replayed in UTC", error=str(e).splitlines()[0])
+            return ""
+        try:
+            with conn.cursor() as cur:
+                cur.execute("SELECT @@global.time_zone, 43200 - UNIX_TIMESTAMP('1970-01-01 12:00:00'), "
+                            "993945600 + 43200 - UNIX_TIMESTAMP('2001-07-01 12:00:00')")
+                zone, winter, summer = cur.fetchone()
+        finally:
+            conn.close()
+        zone = str(zone)
+        if zone.upper() == "SYSTEM":
+            if winter == summer:
+                sign, off = ("+" if winter >= 0 else "-"), abs(int(winter))
+                zone = f"{sign}{off // 3600:02d}:{off % 3600 // 60:02d}"
+            else:
+                log.warning("the source's time zone is SYSTEM with daylight saving time, which has no name to hand "
+                            "the target: DDL is replayed in UTC (TIMESTAMP literals in DDL may differ)")
+                zone = ""
+        _ZONES[key] = zone
+    return _ZONES[key]
+
+
 def with_like_definition(source: SourceConfig, ddl: DdlChange) -> DdlChange:
     """``ddl`` with ``like`` set when it is a ``CREATE TABLE ... LIKE`` of another database's table
     (see the module docstring); any other statement as it is."""

@@ -15,7 +15,7 @@ import os
 import re
 import time
 from contextlib import nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
@@ -27,7 +27,7 @@ from pipeline.errors import SluiceError, TransientError
 from pipeline.job import mapped
 from pipeline.job.accumulators import merge, new_counter
 from pipeline.job.collations import source_charsets_reader
-from pipeline.job.definitions import with_like_definition
+from pipeline.job.definitions import source_time_zone, with_like_definition
 from pipeline.job.group import GroupPlan, load_group
 from pipeline.job.partition import JobContext, apply_function
 from pipeline.job.plan import partitioned_changes, segments
@@ -343,6 +343,8 @@ def _apply_ddl(plan: GroupPlan, ddl: DdlChange, scope: str = "", retries: int = 
     midxs = plan.mappings_for(ddl.database, ddl.table)
     if any(getattr(plan.mappings[i].spec, "mirrorDb", False) for i in midxs):
         ddl = with_like_definition(plan.config.source, ddl)
+        if not ddl.time_zone:
+            ddl = replace(ddl, time_zone=source_time_zone(plan.config.source))
     for midx in midxs:
         mapping = plan.mappings[midx]
         delay = 0.5

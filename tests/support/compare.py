@@ -19,9 +19,13 @@ def table_rows(info: dict[str, Any], database: str, table: str, order_by: str = 
     conn = pymysql.connect(host=info["host"], port=int(info["port"]), user=info["user"],
                            password=info["password"], charset="utf8mb4")
     try:
-        return _rows(conn, f"SELECT * FROM `{database}`.`{table}` ORDER BY {order_by}")
+        return _rows(conn, f"SELECT * FROM {_q(database)}.{_q(table)} ORDER BY {order_by}")
     finally:
         conn.close()
+
+
+def _q(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
 
 
 def tables_of(info: dict[str, Any], database: str) -> list[str]:
@@ -55,10 +59,10 @@ def _text_rows_mariadb(info: dict[str, Any], database: str, table: str
         cols = [(r[0], r[1]) for r in _rows(conn, "SELECT COLUMN_NAME, DATA_TYPE FROM information_schema.COLUMNS "
                                                   f"WHERE TABLE_SCHEMA='{database}' AND TABLE_NAME='{table}' "
                                                   "ORDER BY ORDINAL_POSITION")]
-        text = ", ".join(f"DATE_FORMAT(`{c}`, '%Y-%m-%d %H:%i:%s.%f')" if t in _TIMES else f"CAST(`{c}` AS CHAR)"
+        text = ", ".join(f"DATE_FORMAT({_q(c)}, '%Y-%m-%d %H:%i:%s.%f')" if t in _TIMES else f"CAST({_q(c)} AS CHAR)"
                          for c, t in cols)
         _rows(conn, "SET time_zone = '+00:00'")
-        return cols, _rows(conn, f"SELECT {text} FROM `{database}`.`{table}`")
+        return cols, _rows(conn, f"SELECT {text} FROM {_q(database)}.{_q(table)}")
     finally:
         conn.close()
 
