@@ -72,8 +72,12 @@ def candidates(name: str) -> list[str]:
 
 
 def translate(name: str, have: frozenset[str]) -> str | None:
-    """``name`` if the target has it, else its equivalent there (:func:`candidates`), else None."""
-    if name.lower() in have:
+    """``name`` if the target has it, else its equivalent there (:func:`candidates`), else None. A
+    ``utf8_*`` name is the alias MariaDB 10.6+ and MySQL 8 keep for ``utf8mb3_*`` (information_schema
+    lists only the latter): kept as written when the target has the ``utf8mb3_*`` collation, so the
+    target reads the alias as the source did (both by their default ``old_mode``/charset rules)."""
+    n = name.lower()
+    if n in have or (n.startswith("utf8_") and "utf8mb3_" + n[5:] in have):
         return name
     return next((c for c in candidates(name) if c in have), None)
 

@@ -65,3 +65,13 @@ def test_names_across_flavours():
     assert candidates("utf8mb4_0900_bin") == ["utf8mb4_nopad_bin"]
     assert candidates("utf8mb4_general_nopad_ci") == []  # MySQL has nothing that compares like it
     assert translate("utf8mb4_general_ci", MARIADB_10_11) == "utf8mb4_general_ci"
+
+
+def test_utf8_alias_of_utf8mb3_is_known_to_a_target_listing_utf8mb3():
+    # Debezium's enum_column_test: COLLATE utf8_unicode_ci on MariaDB 10.11, whose
+    # information_schema.COLLATIONS lists utf8mb3_unicode_ci only (the replay was refused)
+    have = MARIADB_10_11 | {"utf8mb3_unicode_ci", "utf8mb3_general_ci"}
+    assert translate("utf8_unicode_ci", have) == "utf8_unicode_ci"
+    assert translate("utf8_unicode_ci", MARIADB_10_11) is None
+    assert rewrite("CREATE TABLE s (a VARCHAR(3) CHARACTER SET utf8 COLLATE utf8_unicode_ci)", "CREATE", "d", None,
+                   have, "s") == "CREATE TABLE s (a VARCHAR(3) CHARACTER SET utf8 COLLATE utf8_unicode_ci)"
