@@ -4,9 +4,11 @@ TIMESTAMP literals mean an instant in the source's time zone.
 ``CREATE TABLE t LIKE other.s`` (``other`` not mirrored) was replayed verbatim and failed on every
 run with 1146. Now the mirror replays its effect -- the table as the source created it -- when the
 source's definition of ``other.s`` provably is the one copied (not created, altered or renamed
-since the second before the statement), and otherwise stops naming the statement, its position
-and the table, until the table exists on the target (the refusal's fix), with 4 Spark partitions
-(``SLUICE_E2E_FULL=1``: 1 and 4). A TIMESTAMP default and the value an ``ADD COLUMN`` gives
+since the second before the statement), with 4 Spark partitions. ``SLUICE_E2E_FULL=1`` adds 1
+partition and the refusal through the whole pipeline: a template altered after the statement
+stops the sync naming the statement, its position and the table, nothing acked, until the table
+exists on the target (the refusal's fix; tests/integration/test_rdb_like_replay.py proves the refusal and
+its fix on every run, without Spark). A TIMESTAMP default and the value an ``ADD COLUMN`` gives
 existing rows are the source's instants (the statement is replayed in the source's time zone, not
 Sluice's UTC).
 
@@ -87,8 +89,9 @@ def liked(tmp_path_factory, mariadb, mariadb_target):
     _exec(mariadb, f"CREATE TABLE a LIKE `{other}`.t",
           "INSERT INTO a (name, email, made) VALUES ('x', 'x@a', '2024-01-01'), ('y', 'y@a', '2024-01-02')",
           f"CREATE TABLE b (LIKE `{other}`.u)", "INSERT INTO b VALUES (1, 10), (2, 20)", db=db)
-    _next_second()
-    _exec(mariadb, "ALTER TABLE u ADD COLUMN w INT", db=other)  # b's template changed after b copied it
+    if FULL:  # b's template changed (in a later second) after b copied it: the refusal and its fix
+        _next_second()
+        _exec(mariadb, "ALTER TABLE u ADD COLUMN w INT", db=other)
     _exec(mariadb, "INSERT INTO b VALUES (3, 30)", "UPDATE a SET name = 'z' WHERE email = 'y@a'",
           # TIMESTAMP literals in DDL are instants in the statement's time zone (the source's, not UTC):
           # the default, and the value ADD COLUMN gives the rows there (no row event carries it)
@@ -107,17 +110,19 @@ def liked(tmp_path_factory, mariadb, mariadb_target):
 def test_create_like_of_an_unmirrored_table(liked, group, mariadb, mariadb_target):
     d, tdb = liked, f"{liked['db']}_{group}"
     args = ("sync", "--config", str(d["cfg"]), "--group", group, "--partitions", str(GROUPS[group]))
-    proc = sluice(*args, check=False)
-    assert proc.returncode == 1, proc.stderr
-    err = proc.stderr
-    assert f"CREATE TABLE b (LIKE `tmpl_{d['db'][3:]}`.u)" in err and "batch " in err and " seq " in err, err
-    assert f"fix: create {tdb}.b on the target" in err and "Traceback" not in err
-    assert _cursor(d["cfg"], group) == 0
-    # a's template was unchanged: its effect was replayed (LIKE's own rules: no foreign key, no counter)
-    assert _definitions(mariadb_target, tdb)["a"] == _definitions(mariadb, d["db"])["a"]
-    # the fix the message names: the table as the source created it (unchanged since), then sync again
-    _exec(mariadb_target, _exec(mariadb, f"SHOW CREATE TABLE `{d['db']}`.b")[0][1], db=tdb)
+    if FULL:
+        proc = sluice(*args, check=False)
+        assert proc.returncode == 1, proc.stderr
+        err = proc.stderr
+        assert f"CREATE TABLE b (LIKE `tmpl_{d['db'][3:]}`.u)" in err and "batch " in err and " seq " in err, err
+        assert f"fix: create {tdb}.b on the target" in err and "Traceback" not in err
+        assert _cursor(d["cfg"], group) == 0
+        # a's template was unchanged: its effect was replayed (LIKE's own rules: no foreign key, no counter)
+        assert _definitions(mariadb_target, tdb)["a"] == _definitions(mariadb, d["db"])["a"]
+        # the fix the message names: the table as the source created it (unchanged since), then sync again
+        _exec(mariadb_target, _exec(mariadb, f"SHOW CREATE TABLE `{d['db']}`.b")[0][1], db=tdb)
     sluice(*args)
+    assert _cursor(d["cfg"], group) > 0
     assert _definitions(mariadb_target, tdb) == _definitions(mariadb, d["db"])
     assert diff_databases(mariadb, d["db"], mariadb_target, tdb) == {"a": 0, "b": 0, "c": 0}
 
