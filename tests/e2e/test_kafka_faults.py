@@ -145,40 +145,79 @@ def test_kill_capture_mid_produce_resumes_exactly(dep, mariadb, mariadb_target, 
     _equal(mariadb, mariadb_target, d)
 
 
+def _offsets(kafka: dict, topic: str) -> dict[int, tuple[int, int]]:
+    """Per data partition: consumer group g1's committed offset (-1: none) and the read-committed end."""
+    c = Consumer({"bootstrap.servers": kafka["bootstrap"], "group.id": "g1", "enable.auto.commit": False,
+                  "isolation.level": "read_committed"})
+    try:
+        parts = sorted(c.list_topics(topic, timeout=10).topics[topic].partitions)
+        got = c.committed([TopicPartition(topic, p) for p in parts], timeout=10)
+        return {tp.partition: (tp.offset, c.get_watermark_offsets(TopicPartition(topic, tp.partition), timeout=10)[1])
+                for tp in got}
+    finally:
+        c.close()
+
+
+def _last_batch(cfg: Path) -> int:
+    return json.loads(sluice("store", "status", "--config", str(cfg), "--json").stdout)["last_batch"] or 0
+
+
+def _until(what: str, check, proc: subprocess.Popen, timeout: float = 90) -> None:
+    """Wait for ``check()`` while ``proc`` runs (a deadline, never a fixed sleep)."""
+    deadline = time.time() + timeout
+    while not check():
+        if proc.poll() is not None:
+            raise AssertionError(f"ended ({proc.returncode}) before {what}:\n{proc.stderr.read()[-4000:]}")
+        assert time.time() < deadline, f"{what}: not within {timeout:.0f} s"
+        time.sleep(0.5)
+
+
 def test_broker_restart_during_capture_and_sync(dep, mariadb, mariadb_target, tmp_path):
+    """The broker restarts while capture follows (it stores on once the broker is back, and stops
+    130 at Ctrl-C) and while a sync's partitions apply (the broker is back before the ack: exit 0,
+    every batch it took acked, the group's offsets at the end of every data partition)."""
     d = dep
-    load = sysbench.start(mariadb, d["db"], seconds=12, threads=2, tables=2, table_size=500)
+    start = _last_batch(d["cfg"])
+    load = sysbench.start(mariadb, d["db"], seconds=8, threads=2, tables=2, table_size=500)
     cap = _follow(d["cfg"])
     try:
-        time.sleep(4)
+        _until("a batch stored by the follower", lambda: _last_batch(d["cfg"]) > start, cap)
+        at_restart = _last_batch(d["cfg"])
         subprocess.run([sys.executable, str(REPO / "scripts" / "services"), "restart", "kafka"], check=True,
                        capture_output=True, timeout=300)
         load.wait(120)
-        time.sleep(4)
+        _until("a batch stored after the broker restart", lambda: _last_batch(d["cfg"]) > at_restart, cap)
     finally:
         _interrupt(cap)
+    err = cap.stderr.read()
+    assert cap.returncode == 130, f"capture --follow across a broker restart exited {cap.returncode}\n{err[-4000:]}"
     sluice("capture", "--config", str(d["cfg"]), "--once")
     _assert_log_exact(d["kafka"], d["db"])
-    before = _cursor(d["cfg"])
+    before, last, offsets = _cursor(d["cfg"]), _last_batch(d["cfg"]), _offsets(d["kafka"], d["db"])
+    assert last > before
     marker = tmp_path / "applying"
     env = dict(os.environ, SLUICE_TEST_PAUSE_AFTER_ROWS="100", SLUICE_TEST_PAUSE_MARKER=str(marker),
                PYSPARK_PYTHON=sys.executable)
     sync = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "sync", "--config", str(d["cfg"]), "--group", "g1",
-                             "--partitions", "2"], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
+                             "--partitions", "2", "--max-batches", "100000", "--json"], cwd=REPO, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         _wait(marker, sync)
         subprocess.run([sys.executable, str(REPO / "scripts" / "services"), "restart", "kafka"], check=True,
                        capture_output=True, timeout=300)
         assert _cursor(d["cfg"]) == before  # nothing acked while partitions apply
+        assert _offsets(d["kafka"], d["db"]) == offsets, "offsets committed while partitions apply"
         Path(str(marker) + ".go").touch()
-        sync.wait(600)
+        out, err = sync.communicate(timeout=600)
     finally:
         if sync.poll() is None:
             os.killpg(sync.pid, signal.SIGKILL)
-    if sync.returncode != 0:  # a broker away at ack time fails the run: nothing acked, the rerun replays
-        assert _cursor(d["cfg"]) == before, sync.stderr.read()[-4000:]
-    sluice("sync", "--config", str(d["cfg"]), "--group", "g1")
+    # the broker is back before the partitions go on, so the ack's offset commit reaches it
+    assert sync.returncode == 0, f"exit {sync.returncode}\n{err[-4000:]}"
+    summary = json.loads([ln for ln in out.splitlines() if ln.startswith("{")][-1])
+    assert summary["batches"] == last - before and summary["cursor"] == last == _cursor(d["cfg"]), summary
+    done = _offsets(d["kafka"], d["db"])
+    assert all(committed == end for committed, end in done.values()), f"offsets (committed, end): {done}"
     _equal(mariadb, mariadb_target, d)
 
 
@@ -190,7 +229,7 @@ def test_retention_loss_is_an_error_not_a_skip(dep, mariadb, mariadb_target):
     tp = TopicPartition(d["db"], 1, 5)
     admin.delete_records([tp])[tp].result()
     bad = sluice("sync", "--config", str(d["cfg"]), "--group", "g1", check=False)
-    assert bad.returncode != 0
+    assert bad.returncode == 2, f"exit {bad.returncode}\n{bad.stderr[-3000:]}"  # a store that cannot be used
     assert f"group g1 needs {d['db']} partition 1 from offset 0" in bad.stderr, bad.stderr[-3000:]
     assert "partition starts at offset 5: retention deleted records" in bad.stderr
     assert _cursor(d["cfg"]) == 0
@@ -261,7 +300,7 @@ def test_retention_of_acked_batch_records_is_not_an_error(dep, mariadb, mariadb_
     sluice("capture", "--config", str(d["cfg"]), "--once")
     _retain_last(admin, d["kafka"], bt)
     bad = sluice("sync", "--config", str(d["cfg"]), "--group", "g1", check=False)
-    assert bad.returncode != 0
+    assert bad.returncode == 2, f"exit {bad.returncode}\n{bad.stderr[-3000:]}"
     assert f"group g1 needs batch {acked + 1}, but retention deleted its batch record" in bad.stderr, \
         bad.stderr[-3000:]
     assert _cursor(d["cfg"]) == acked
@@ -271,7 +310,7 @@ def test_retention_of_acked_batch_records_is_not_an_error(dep, mariadb, mariadb_
     sluice("sync", "--config", str(d["cfg"]), "--group", "g1")
     assert _cursor(d["cfg"]) == acked + 2
     gone = sluice("store", "set-cursor", "--config", str(d["cfg"]), "--group", "g1", "--to", str(acked), check=False)
-    assert gone.returncode != 0 and f"retention deleted the batch records around batch {acked}" in gone.stderr
+    assert gone.returncode == 2 and f"retention deleted the batch records around batch {acked}" in gone.stderr
 
 
 def test_idle_sync_and_bootstrap_after_retention_took_every_batch_record(dep, mariadb, mariadb_target):
@@ -321,7 +360,7 @@ def test_capture_refuses_a_batch_topic_retention_emptied(dep, mariadb):
     admin.delete_records([tp])[tp].result()
     _update(mariadb, d["db"], "sbtest1", 10)
     bad = sluice("capture", "--config", str(d["cfg"]), "--once", check=False)
-    assert bad.returncode != 0
+    assert bad.returncode == 2, f"exit {bad.returncode}\n{bad.stderr[-3000:]}"
     assert f"{bt} holds no batch record but starts at offset {end}: retention deleted all of them" in bad.stderr, \
         bad.stderr[-3000:]
     assert _batch_topic_end(d["kafka"], bt) == end  # nothing published
