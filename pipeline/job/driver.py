@@ -31,6 +31,7 @@ from pipeline.job.definitions import source_time_zone, with_like_definition
 from pipeline.job.group import GroupPlan, load_group
 from pipeline.job.partition import JobContext, apply_function
 from pipeline.job.plan import partitioned_changes, segments
+from pipeline.job.rounds import RoundSizer, follower_error, follower_of, units
 from pipeline.job.schema import RESULT_SCHEMA
 from pipeline.job.session import codegen_for_round
 from pipeline.logs import get_logger
@@ -80,6 +81,8 @@ class SyncSummary:
     unmapped: dict = field(default_factory=dict)
     #: what changed in the group's mappings since its last sync, and what to do (pipeline/job/mapped.py)
     notes: list = field(default_factory=list)
+    #: the follower this sync left the group to after a round (batches may still be pending)
+    yielded_to: str | None = None
 
     def as_dict(self) -> dict:
         rate = self.rows / self.seconds if self.seconds else 0.0
@@ -87,7 +90,8 @@ class SyncSummary:
                 "seconds": round(self.seconds, 3), "rows_per_s": round(rate, 1), "cursor": self.acked_to,
                 **self.stats.as_dict(), "executor": dict(self.executor),
                 "deadLettered": {m: dict(t) for m, t in self.dead_lettered.items()},
-                "unmapped": dict(self.unmapped), "notes": list(self.notes)}
+                "unmapped": dict(self.unmapped), "notes": list(self.notes),
+                **({"yieldedTo": self.yielded_to} if self.yielded_to else {})}
 
     def add_dead_lettered(self, counts: dict[str, dict[str, int]]) -> None:
         for m, tables in counts.items():
@@ -97,12 +101,19 @@ class SyncSummary:
 
 
 def run_sync(cfg: Config, group_id: str, spark: SparkSession, *, max_batches: int = 50,
-             partitions: int | None = None, plan: GroupPlan | None = None, locked: bool = False) -> SyncSummary:
-    """Apply every pending batch of ``group_id``; ack only what fully committed.
+             partitions: int | None = None, plan: GroupPlan | None = None, locked: bool = False,
+             max_rounds: int | None = None, follower: bool = False) -> SyncSummary:
+    """Apply the pending batches of ``group_id`` in rounds (each at most ``max_batches``
+    batches, sized by :class:`pipeline.job.rounds.RoundSizer`), acking each round only when it
+    fully committed; until nothing is pending, or ``max_rounds`` rounds ran.
 
     ``plan``: the group already loaded and checked (``load_group`` and ``GroupPlan.check``, done
     before Spark started); else it is loaded and checked here. ``locked``: the caller holds the
-    group's apply lock (taken before Spark started); else it is taken here."""
+    group's apply lock (taken before Spark started); else it is taken here. Unless ``follower``
+    (``sluice run --follow`` itself), a sync leaves the group to a follower that runs: refused
+    before its first round, stopped after the round in progress when one starts meanwhile
+    (``summary.yielded_to``), so it never holds the apply lock against the follower for more
+    than a round."""
     if plan is None:
         plan = load_group(cfg, group_id)
         plan.check()
@@ -111,9 +122,13 @@ def run_sync(cfg: Config, group_id: str, spark: SparkSession, *, max_batches: in
         store.check_plan(plan)  # a canal topic refuses what its partitioning cannot give
     summary = SyncSummary(group_id)
     t0 = time.monotonic()
+    if not follower and (holder := follower_of(store, group_id)) is not None:
+        raise follower_error(group_id, holder)
     with nullcontext() if locked else store.apply_lock(group_id):
         summary.acked_to = started_at = store.cursor(group_id)
         changes = mapped.compare(store.root, group_id, plan.mappings)
+        sizer = RoundSizer.load(store.root, group_id, cfg.spark)
+        done, drained = 0, False
         epoch = next(_EPOCHS)  # a new sync reads the targets' schemas afresh (DDL by anyone since)
         reset_caches(epoch)
         dead = _dead_letter_store(store, plan)
@@ -122,10 +137,21 @@ def run_sync(cfg: Config, group_id: str, spark: SparkSession, *, max_batches: in
         lineage = {"scope": store.scope(group_id), "generation": generation, "recaptures": recaptures}
         keys = plan.key_plan()
         rounds = 0
-        while True:
+        while max_rounds is None or done < max_rounds:
+            if done and not follower and (holder := follower_of(store, group_id)) is not None:
+                summary.yielded_to = holder.describe()
+                log.info("a follower started: leaving the group to it", group=group_id, follower=summary.yielded_to)
+                break
             batches = store.get(group_id, max_batches)
             if not batches:
+                drained = True
                 break
+            n = sizer.take(batches)
+            if n < len(batches):
+                store.rollback(group_id)
+                batches = store.get(group_id, n)
+            size, tr = units(batches), time.monotonic()
+            sizer.begin(size)
             ids = [b.batch_id for b in batches]
             nrows = sum(b.rows for b in batches)
             nparts = round_partitions(nrows, partitions, cfg)
@@ -169,19 +195,24 @@ def run_sync(cfg: Config, group_id: str, spark: SparkSession, *, max_batches: in
                 store.rollback(group_id)
                 if round_dir is not None:
                     dead.discard_uncommitted()
+                sizer.failed(size)
                 raise
             finally:
                 dml.unpersist()
             rounds += 1
             _pause_before_ack(rounds, ids)  # crash tests: every partition committed, nothing acked
             store.ack_round(group_id, ids)
+            sizer.done(size, time.monotonic() - tr)
+            done += 1
             summary.batches += len(batches)
             summary.acked_to = ids[-1]
-            log.info("acked", group=group_id, cursor=ids[-1])
+            log.info("acked", group=group_id, cursor=ids[-1], rows=nrows, seconds=round(time.monotonic() - tr, 2))
         summary.notes = mapped.notes(cfg, group_id, changes, summary.unmapped, started_at)
         for note in summary.notes:
             log.warning("the group's mappings changed since its last sync", group=group_id, note=note)
-        mapped.remember(store.root, group_id, plan.mappings)
+        if drained or not store.get(group_id, 1):  # a bounded sync that left batches says it again next time
+            mapped.remember(store.root, group_id, plan.mappings)
+        store.rollback(group_id)
     summary.seconds = time.monotonic() - t0
     return summary
 

@@ -7,7 +7,8 @@ it would meet another run), the same ack rule (a batch is acked only when every 
 committed), and the same run record, metrics and exit code per round. What a round keeps from
 the one before:
 
-* the **SparkSession**, started when a group first has rows to apply: its JVM, the code Spark
+* the **SparkSession**, started with the follower (in a thread, while the first round captures
+  and runs its checks: a restarted follower reaches its first ack sooner): its JVM, the code Spark
   generated and compiled for the plan, the JIT's work and the Python workers stay warm, so a
   round with a few rows costs a fraction of a second instead of a JVM start;
 * the groups' **mapping files**, loaded again only when a file changes (added, removed, edited);
@@ -45,10 +46,13 @@ from typing import Any
 
 from pipeline import exitcodes
 from pipeline.config import Config
+from pipeline.errors import LockHeldError
+from pipeline.job.rounds import follow_lock_path
 from pipeline.logs import get_logger
 from pipeline.store import ChangeLog, open_store
+from pipeline.store.locks import acquire, read_holder
 
-from .run import RunResult, run_once
+from .run import RunResult, _in_thread, _kinds, run_once
 from .runlog import new_run_id
 
 log = get_logger("follow")
@@ -92,6 +96,8 @@ class Follower:
     rounds: int = 0
     spark: Any = None
     last_metrics: float = float("-inf")
+    claims: list = field(default_factory=list)   # the follow locks held (claim)
+    retry_factory: Callable[[int], Any] | None = None  # the factory behind an early start
 
     def __post_init__(self) -> None:
         self.states = {g: GroupState() for g in self.group_ids}
@@ -100,7 +106,12 @@ class Follower:
 
     def _spark(self, pending_rows: int) -> Any:
         if self.spark is None:  # long-lived: full tiered JIT, whatever the first round's size
-            self.spark = self.spark_factory(0) if self.spark_factory is not None else None
+            try:
+                self.spark = self.spark_factory(0) if self.spark_factory is not None else None
+            except Exception:
+                if self.retry_factory is not None:  # the early start failed: the next round starts afresh
+                    self.spark_factory, self.retry_factory = self.retry_factory, None
+                raise
         return self.spark
 
     def _load(self, cfg: Config, g: str) -> Any:
@@ -148,7 +159,7 @@ class Follower:
                           load_fn=self._load, check_fn=self._check, record_idle=idle_metrics,
                           extra={"follow": {"id": self.follower_id, "round": self.rounds,
                                             "interval": self.interval, "backoff": self._backoff_brief(due)}},
-                          held_off=self._held_off(due))
+                          held_off=self._held_off(due), follower=True, sync_rounds=1)
         if result.record["status"] != "nothing" or idle_metrics:
             self.last_metrics = self.clock()
         self._after(result.record, due)
@@ -156,10 +167,14 @@ class Follower:
 
     def _after(self, rec: dict[str, Any], due: list[str]) -> None:
         """Back-off for the groups that failed this round; a DDL or a failure calls for a new pre-flight."""
-        failed = {e.get("group") for e in rec.get("errors") or () if e.get("group")}
+        errors = [e for e in rec.get("errors") or () if e.get("group")]
+        failed = {e["group"] for e in errors if e.get("type") != "LockHeldError"}
+        locked = {e["group"] for e in errors if e.get("type") == "LockHeldError"}
         for g in due:
             st = self.states[g]
             s = (rec.get("sync") or {}).get(g) or {}
+            if g in locked and g not in failed:
+                continue  # another job (a cron run's last round, a repair) holds it: tried again next round
             if g in failed or s.get("ok") is False:
                 st.failures += 1
                 st.last_error = next((e.get("message") for e in rec.get("errors") or () if e.get("group") == g),
@@ -224,8 +239,32 @@ class Follower:
         assert last is not None
         return active or last  # --rounds N: a last idle round does not hide the work or failure before it
 
+    def claim(self) -> None:
+        """Hold each group's follow lock while the follower runs (released by :meth:`stop`, or by
+        the kernel when the process ends): other jobs leave the group to this follower
+        (:func:`pipeline.job.rounds.follower_of`), and a second follower of a group is refused."""
+        store = open_store(self.cfg, create=True)
+        for g in self.group_ids:
+            path = follow_lock_path(store, g)
+            for attempt in range(10):  # a job probing the lock holds it for an instant
+                try:
+                    self.claims.append(acquire(path, f"follow ({g})", f"only one follower may apply group {g!r}"))
+                    break
+                except LockHeldError:
+                    if attempt == 9 or read_holder(path) is not None:  # a holder that recorded itself
+                        self.release()
+                        raise
+                    time.sleep(0.1)
+
+    def release(self) -> None:
+        """Drop the follow locks."""
+        for held in self.claims:
+            held.release()
+        self.claims.clear()
+
     def stop(self) -> None:
-        """Stop the Spark session (cancels a job a SIGTERM left running)."""
+        """Stop the Spark session (cancels a job a SIGTERM left running); drop the follow locks."""
+        self.release()
         if self.spark is not None:
             try:
                 self.spark.stop()
@@ -278,4 +317,7 @@ def run_follow(cfg: Config, *, groups: list[str] | None = None, spark_factory: C
     follower = Follower(cfg, ids, spark_factory, interval=interval, **kw)
     for g in ids:
         follower._load(cfg, g)  # a mapping file that does not load: ConfigError now, not every round
+    follower.claim()  # another follower of a group: LockHeldError (exit 3) before Spark starts
+    if spark_factory is not None:  # the JVM starts while the first round captures and checks
+        follower.spark_factory, follower.retry_factory = _in_thread(spark_factory, 0, _kinds(cfg, ids)), spark_factory
     return follower.run(max_rounds)

@@ -35,6 +35,7 @@ from typing import Any
 from pipeline import exitcodes
 from pipeline.config import Config
 from pipeline.errors import LockHeldError, SluiceError
+from pipeline.job.rounds import follower_error, follower_of
 from pipeline.logs import get_logger
 from pipeline.store import ChangeLog, open_store
 from pipeline.store.fsutil import not_writable
@@ -88,7 +89,8 @@ def run_once(cfg: Config, *, groups: list[str] | None = None, spark_factory: Cal
              load_fn: Callable[[Config, str], Any] | None = None,
              check_fn: Callable[[Config, Any, ChangeLog], None] | None = None,
              record_idle: bool = True, extra: dict[str, Any] | None = None,
-             held_off: dict[str, dict[str, Any]] | None = None) -> RunResult:
+             held_off: dict[str, dict[str, Any]] | None = None, follower: bool = False,
+             sync_rounds: int | None = None) -> RunResult:
     """One scheduled run (see the module docstring). ``spark_factory(pending_rows)`` is called
     only when a group passed its checks and has pending batches; ``capture_fn``/``sync_fn`` replace
     run_capture/run_sync, ``load_fn``/``check_fn`` the group loading and pre-flight, in tests.
@@ -99,7 +101,9 @@ def run_once(cfg: Config, *, groups: list[str] | None = None, spark_factory: Cal
     ``held_off``: groups ``sluice run --follow`` leaves out of this round while they back off after
     a failure (``{group: {"failures", "retry_in_s", "error"}}``): each is recorded as an error of
     the run (type ``BackingOff``, with its last error), so the run is not a success while a group
-    is failing; a round that did nothing else counts as idle for ``record_idle``."""
+    is failing; a round that did nothing else counts as idle for ``record_idle``. ``follower``:
+    the caller is ``sluice run --follow`` (else a group a follower applies is left to it, as
+    locked); ``sync_rounds``: each group syncs at most this many rounds (None: all pending)."""
     from pipeline.capture import run_capture
 
     capture_fn = capture_fn or run_capture
@@ -123,7 +127,8 @@ def run_once(cfg: Config, *, groups: list[str] | None = None, spark_factory: Cal
     say("run starting", run=rec["run"], source=cfg.source.name, groups=",".join(group_ids), capture=capture)
     # a steady stream (the last run applied rows): Spark starts now, while the groups load and capture runs
     kinds = _kinds(cfg, group_ids)
-    early = _busy_start(spark_factory, store, cfg.metrics.keepRuns, kinds) if capture else None
+    led = not follower and bool(group_ids) and all(follower_of(store, g) is not None for g in group_ids)
+    early = _busy_start(spark_factory, store, cfg.metrics.keepRuns, kinds) if capture and not led else None
     try:
         plans = _load_groups(cfg, group_ids, load_fn, rec)
         if capture and cfg.store.kafka is not None and cfg.store.kafka.writtenBy == "canal":
@@ -133,7 +138,7 @@ def run_once(cfg: Config, *, groups: list[str] | None = None, spark_factory: Cal
         with ExitStack() as held:
             if sync_fn is None:  # after capture: with a steady stream, imported while the JVM starts
                 from pipeline.job.driver import run_sync as sync_fn
-            ready = _prepare_groups(cfg, store, plans, check_fn, rec, held)
+            ready = _prepare_groups(cfg, store, plans, check_fn, rec, held, follower)
             pending = sum(before["rows"] for _, _, before in ready)
             spark = _start_spark(early or spark_factory, ready, store, rec, pending) if ready else None
             if spark is False:
@@ -142,7 +147,7 @@ def run_once(cfg: Config, *, groups: list[str] | None = None, spark_factory: Cal
                 ts = time.monotonic()
                 try:
                     s = sync_fn(cfg, g, spark, max_batches=max_batches, partitions=partitions, plan=plan,
-                                locked=True)
+                                locked=True, max_rounds=sync_rounds, follower=follower)
                     rec["sync"][g] = {**s.as_dict(), "pending_before": before}
                 except SluiceError as e:
                     errors.append(_error("sync", e, g))
@@ -222,7 +227,7 @@ def _capture(cfg: Config, capture_fn: Callable[..., Any], rec: dict[str, Any]) -
 
 def _prepare_groups(cfg: Config, store: ChangeLog, plans: dict[str, Any],
                     check_fn: Callable[[Config, Any, ChangeLog], None], rec: dict[str, Any],
-                    held: ExitStack) -> list[tuple[str, Any, dict]]:
+                    held: ExitStack, follower: bool = False) -> list[tuple[str, Any, dict]]:
     """The groups to sync, each with its apply lock held (entered on ``held``) and its checks
     passed, all before Spark starts; groups with nothing pending are noted (empty batches acked)."""
     ready = []
@@ -238,6 +243,8 @@ def _prepare_groups(cfg: Config, store: ChangeLog, plans: dict[str, Any],
         ts = time.monotonic()
         try:
             with ExitStack() as mine:
+                if not follower and (holder := follower_of(store, g)) is not None:
+                    raise follower_error(g, holder)  # a follower applies g: left to it
                 mine.enter_context(store.apply_lock(g))  # another job applies g: refused before Spark starts
                 check_fn(cfg, plan, store)
                 held.enter_context(mine.pop_all())

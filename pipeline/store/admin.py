@@ -166,7 +166,7 @@ def drop_from(store: BatchStore, first: int) -> dict[str, Any]:
 
 
 def lock_holders(store: BatchStore) -> dict[str, Any]:
-    """Who holds the store's locks (capture, each group's apply), for ``status`` (files and Kafka)."""
+    """Who holds the store's locks (capture, each group's apply, a follower's), for ``status`` (files and Kafka)."""
     holders: dict[str, Any] = {}
     try:
         names = sorted(os.listdir(store.lock_dir))
@@ -179,8 +179,9 @@ def lock_holders(store: BatchStore) -> dict[str, Any]:
         if info is None:
             continue
         key = name[: -len(".lock")]
-        if key.startswith("apply."):
-            key = "apply:" + key[len("apply."):]
+        for kind in ("apply", "follow"):  # a group's apply lock; a follower's claim on the group
+            if key.startswith(kind + "."):
+                key = f"{kind}:{key[len(kind) + 1:]}"
         entry = info.to_dict()
         entry["alive"] = pid_exists(info.pid) if info.on_this_host() else None
         holders[key] = entry

@@ -113,6 +113,24 @@ def read_holder(path: Path) -> LockInfo | None:
         return None
 
 
+def held_by(path: Path) -> LockInfo | None:
+    """Who holds lock file ``path`` now, found without taking the lock or writing to the file
+    (a shared flock probe, which conflicts only with a holder); None when nobody holds it."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return read_holder(path) or LockInfo(0, "?", "(a process that has not recorded itself yet)", "?")
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
 @dataclass
 class HeldLock:
     """A lock this process holds; returned by the store's lock context managers.

@@ -454,3 +454,87 @@ def last_json(text: str) -> dict:
             except ValueError:
                 continue
     raise AssertionError(f"no JSON summary in:\n{text[-3000:]}")
+
+
+# ---- a follower under repeated faults (tests/e2e/test_follow_progress.py; a chaos soak) -------
+
+class FollowerProcess:
+    """``sluice run --follow`` in the background, as a supervisor runs it: the faults below end
+    it, and :meth:`start` brings it back (a new process, a new Spark JVM)."""
+
+    def __init__(self, cfg: Path, tmp: Path, interval: float = 0.5, env: dict[str, str] | None = None):
+        self.cfg, self.tmp, self.interval, self.env = cfg, tmp, interval, env
+        self.proc: Background | None = None
+        self.starts = 0
+
+    def start(self) -> None:
+        self.starts += 1
+        cmd = [sys.executable, "-m", "pipeline.cli", "--log-json", "run", "--config", str(self.cfg), "--follow",
+               "--interval", str(self.interval)]
+        self.proc = Background(cmd, self.tmp / f"follower-{self.starts}.log",
+                               self.env or dict(os.environ, PYSPARK_PYTHON=sys.executable))
+
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.proc.poll() is None
+
+    def kill9(self) -> None:
+        """SIGKILL to the follower's whole process group (driver, JVM, Python workers), then a new one."""
+        if self.proc is not None:
+            self.proc.kill()
+        self.start()
+
+    def sigterm(self, timeout: float = 90) -> int:
+        """SIGTERM to the driver only (as ``kill <pid>``), wait for it to stop, then a new one."""
+        code = -1
+        if self.running():
+            os.kill(self.proc.proc.pid, signal.SIGTERM)
+            code = self.proc.wait(timeout)
+        self.start()
+        return code
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+
+    def output(self, tail: int = 4000) -> str:
+        return self.proc.output(tail) if self.proc is not None else ""
+
+
+@dataclass
+class FaultRecord:
+    """One fault of a schedule: the group's cursor when it struck and when the next one did."""
+
+    fault: str
+    at: float
+    cursor_before: int
+    pending_before: int
+    cursor_after: int | None = None
+
+
+def fault_schedule(faults: list[tuple[str, Any]], every: float, cursor: Any, pending: Any,
+                   alive: Any = None) -> list[FaultRecord]:
+    """Run ``faults`` (``(name, callable)``) one after the other, each ``every`` seconds after the
+    one before it finished (a restarted follower, a service back), recording the group's cursor
+    (``cursor()``) and pending rows (``pending()``) as each strikes; after the last, wait
+    ``every`` seconds more. ``alive()``, if given, must stay true between faults (the follower
+    did not die by itself). Returns the records; :func:`stalled` names the intervals without progress."""
+    out: list[FaultRecord] = []
+    for name, act in [*faults, ("end", None)]:
+        deadline = time.monotonic() + every
+        while time.monotonic() < deadline:
+            if alive is not None:
+                assert alive(), f"the follower ended by itself before {name}"
+            time.sleep(0.5)
+        c = cursor()
+        if out:
+            out[-1].cursor_after = c
+        if act is None:
+            break
+        out.append(FaultRecord(name, time.monotonic(), c, pending()))
+        act()
+    return out
+
+
+def stalled(records: list[FaultRecord]) -> list[FaultRecord]:
+    """The faults after which the cursor did not move before the next one, although rows were pending."""
+    return [r for r in records if r.pending_before > 0 and (r.cursor_after or 0) <= r.cursor_before]
