@@ -55,6 +55,19 @@ def key_rules(kind: str, target: Any, target_id: str, mappings: list[tuple[int, 
     return _factory(kind).key_rules(target, target_id, mappings)
 
 
+def after_ddl(epoch: int) -> None:
+    """The driver replayed DDL and the job's DDL epoch moved on to ``epoch``: executors drop
+    their schema caches when they see it; in this process, an adapter that says what to forget
+    after a DDL (``after_ddl``: the RDB adapter's writer forgets the tables the DDL changed as it
+    replays it) keeps the rest of its cache, every other loaded adapter forgets everything."""
+    _epoch["value"] = epoch
+    for kind in set(KINDS.values()):
+        mod = sys.modules.get(f"adapters.{kind}")
+        hook = (getattr(mod, "after_ddl", None) or getattr(mod, "reset_caches", None)) if mod else None
+        if hook is not None:
+            hook()
+
+
 def reset_caches(epoch: int) -> None:
     """Drop every loaded adapter's schema caches when the job's DDL epoch moved on."""
     if _epoch["value"] == epoch:

@@ -17,12 +17,19 @@ from adapters.rdb.writer import RdbWriter
 
 def reset_caches() -> None:
     """Forget reflected tables and the ``_sluice_applied`` tables made sure of (the job calls it for
-    every sync and after each DDL: a target database dropped and made again is seen)."""
+    every sync: a target database dropped and made again is seen)."""
     schema.reset_caches()
     applied.forget()
 
 
-__all__ = ["RdbTable", "RdbTarget", "RdbWriter", "TlsOptions", "key_rules", "make_writer", "reset_caches",
-           "target_from_adapter"]
+def after_ddl() -> None:
+    """The driver replayed DDL: the writer that replayed it forgot the reflections of the tables
+    it changed (:func:`adapters.rdb.schema.forget`), the others stay; the ``_sluice_applied``
+    tables made sure of are forgotten (a statement may have dropped a database)."""
+    applied.forget()
+
+
+__all__ = ["RdbTable", "RdbTarget", "RdbWriter", "TlsOptions", "after_ddl", "key_rules", "make_writer",
+           "reset_caches", "target_from_adapter"]
 
 

@@ -98,6 +98,20 @@ def resolve(ddl: DdlChange) -> DdlChange:
     return replace(ddl, kind=kind, database=database or ddl.database, table=name)
 
 
+#: statement kinds that change only the one table they name (``DdlChange.table``)
+ONE_TABLE = frozenset({"CREATE", "ALTER", "TRUNCATE", "CINDEX", "DINDEX"})
+
+
+def changed_tables(route: RdbTable | None, ddl: DdlChange) -> set[str] | None:
+    """The target tables ``ddl`` can change when replayed on ``route`` (reflections of them are
+    stale after it), or None for every table: a statement that may name several (RENAME, DROP),
+    one without a table, or a route that does not replay DDL (the target may have been changed
+    by hand alongside). ``ALTER TABLE t RENAME TO u``: ``t``; ``u`` was not there to be cached."""
+    if route is None or not route.mirror_ddl or ddl.kind not in ONE_TABLE or not ddl.table:
+        return None
+    return {ddl.table, route.target_table}
+
+
 def apply_ddl(w: RdbWriter, route: RdbTable | None, ddl: DdlChange) -> None:
     """Replay ``ddl`` when the route mirrors a database onto a MySQL/MariaDB target."""
     if w.dialect.family != "mysql":
@@ -122,21 +136,21 @@ def apply_ddl(w: RdbWriter, route: RdbTable | None, ddl: DdlChange) -> None:
     outside = like.foreign(ddl, mirrored)  # CREATE TABLE ... LIKE a table no mirror of this target has
     qdb = quote_ident(target_db)
     mark = (ddl.database, "%d.%d.%d" % ddl.seq, hashlib.sha1(ddl.sql.encode()).hexdigest())
-    conn = w.engine().connect().execution_options(isolation_level="AUTOCOMMIT")
+    engine = w.engine()
+    home = engine.url.database  # the connection's own database, set again after the statement
+    conn = engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+    restored = done = False
     try:
         cur = conn.connection.dbapi_connection.cursor()  # no parameter interpolation: '%' stays '%'
         try:
             if ddl.seq != (0, 0, 0):
-                cur.execute(f"CREATE TABLE IF NOT EXISTS {qdb}.{LOG_TABLE} (source_db VARCHAR(64) NOT NULL, "
-                            "seq VARCHAR(64) NOT NULL, sql_sha1 CHAR(40) NOT NULL, applied_at TIMESTAMP(6) NOT NULL "
-                            "DEFAULT CURRENT_TIMESTAMP(6), scope VARCHAR(190) NOT NULL DEFAULT '', "
-                            "done TINYINT NOT NULL DEFAULT 1, PRIMARY KEY (source_db, seq, sql_sha1)) ENGINE=InnoDB")
-                _add_columns(cur, target_db)
+                _ledger(cur, engine, target_db)
                 cur.execute(f"SELECT done FROM {qdb}.{LOG_TABLE} WHERE source_db = %s AND seq = %s AND sql_sha1 = %s",
                             mark)
                 found = cur.fetchone()
                 if found and found[0]:
                     log.info("ddl already applied", database=target_db, table=ddl.table, kind=ddl.kind, seq=mark[1])
+                    done, restored = True, bool(home)  # still in its own database: nothing was USEd
                     return
                 if found:
                     log.warning("ddl replayed again: an earlier replay of it was interrupted", database=target_db,
@@ -170,6 +184,8 @@ def apply_ddl(w: RdbWriter, route: RdbTable | None, ddl: DdlChange) -> None:
             if ddl.seq != (0, 0, 0):
                 cur.execute(f"UPDATE {qdb}.{LOG_TABLE} SET done = 1, applied_at = CURRENT_TIMESTAMP(6) "
                             "WHERE source_db = %s AND seq = %s AND sql_sha1 = %s", mark)
+            done = True
+            restored = _home(cur, home)
         finally:
             cur.close()
     except SluiceError:  # a refused collation, an unreachable source: said already
@@ -180,10 +196,12 @@ def apply_ddl(w: RdbWriter, route: RdbTable | None, ddl: DdlChange) -> None:
         err.table = f"{ddl.database}.{ddl.table}"
         raise err from None
     finally:
-        try:
-            conn.invalidate()  # its current database changed: never hand it back to the pool
-        except SQLAlchemyError:
-            pass
+        if not restored:
+            try:
+                conn.invalidate()  # its current database changed: never hand it back to the pool
+            except SQLAlchemyError:
+                pass
+        _forget_ledger_on_error(engine, target_db, done)
         conn.close()
 
 
@@ -203,6 +221,45 @@ def _time_zone(w: RdbWriter, cur, ddl: DdlChange) -> None:
 
 def _scope(w: RdbWriter) -> str:
     return w.progress.scope if w.progress is not None else ""
+
+
+#: (engine, target database) whose DDL ledger this process created or brought up to date
+_LEDGERS: set[tuple[int, str]] = set()
+
+
+def _ledger(cur, engine, target_db: str) -> None:
+    """The target database's DDL ledger, made or brought up to date once per process (a run of a
+    thousand CREATE TABLEs would ask for it a thousand times)."""
+    key = (id(engine), target_db)
+    if key in _LEDGERS:
+        return
+    qdb = quote_ident(target_db)
+    cur.execute(f"CREATE TABLE IF NOT EXISTS {qdb}.{LOG_TABLE} (source_db VARCHAR(64) NOT NULL, "
+                "seq VARCHAR(64) NOT NULL, sql_sha1 CHAR(40) NOT NULL, applied_at TIMESTAMP(6) NOT NULL "
+                "DEFAULT CURRENT_TIMESTAMP(6), scope VARCHAR(190) NOT NULL DEFAULT '', "
+                "done TINYINT NOT NULL DEFAULT 1, PRIMARY KEY (source_db, seq, sql_sha1)) ENGINE=InnoDB")
+    _add_columns(cur, target_db)
+    _LEDGERS.add(key)
+
+
+def _home(cur, home: str | None) -> bool:
+    """Back to the connection's own database, so the pool may hand it out again (a new connection
+    costs a login and a TLS context); False when it cannot be (no database in the URL, or the
+    statement dropped it): the connection is then discarded."""
+    if not home:
+        return False
+    try:
+        cur.execute("USE " + quote_ident(home))
+    except Exception:  # noqa: BLE001 - discarded instead
+        return False
+    return True
+
+
+def _forget_ledger_on_error(engine, target_db: str, ok: bool) -> None:
+    """A statement that failed may have been the ledger's own (dropped by someone, its database
+    gone): the next DDL makes sure of it again."""
+    if not ok:
+        _LEDGERS.discard((id(engine), target_db))
 
 
 def _add_columns(cur, target_db: str) -> None:

@@ -27,7 +27,7 @@ from sqlalchemy.engine import Connection
 
 from adapters.rdb.collation import ORDERED, fold_kind
 from adapters.rdb.config import RdbTable
-from adapters.rdb.schema import TableInfo, table_info
+from adapters.rdb.schema import TableInfo, prefetch, table_info
 
 
 @dataclass(frozen=True)
@@ -91,6 +91,8 @@ def key_rules(conn: Connection, target: Any, target_id: str, family: str,
     for midx, m in mappings:
         spec = m.spec
         names = list_tables(conn, family, spec.target_schema) if spec.mirrorDb else [spec.table]
+        if spec.mirrorDb:  # every table of the database: read together, not three queries each
+            prefetch(conn, target, family, spec.target_schema, names)
         for name in names:
             route = RdbTable.from_mapping(m, name)
             info = table_info(conn, target, family, route.target_schema, route.target_table)

@@ -3,7 +3,9 @@
 PostgreSQL and SQLite use SQLAlchemy's inspector. MySQL/MariaDB read information_schema
 directly: SQLAlchemy's MySQL reflection parses SHOW CREATE TABLE and mangles names that
 contain backticks, and information_schema also gives each column's charset/collation.
-The cache is dropped by ``apply_ddl`` and by :func:`reset_caches` (the job's DDL epoch).
+The cache is dropped by :func:`reset_caches` (the job's DDL epoch: each sync starts afresh); a
+replayed DDL forgets only the table it changed (:func:`forget`), so that a run of DDLs on many
+tables does not reflect every mirrored table again after each one.
 """
 
 from __future__ import annotations
@@ -82,9 +84,21 @@ _lock = threading.Lock()
 
 
 def reset_caches() -> None:
-    """Forget every reflected table (after DDL)."""
+    """Forget every reflected table (a new sync: DDL by anyone since)."""
     with _lock:
         _cache.clear()
+
+
+def forget(tables: set[str] | None) -> None:
+    """Forget the reflected tables named ``tables`` (in any schema, any case: a DDL replayed on
+    them changed them); None: every table."""
+    if tables is None:
+        reset_caches()
+        return
+    folded = {t.casefold() for t in tables}
+    with _lock:
+        for key in [k for k in _cache if str(k[2]).casefold() in folded]:
+            del _cache[key]
 
 
 def table_info(conn: Connection, target_key: Any, family: str, schema: str | None, table: str) -> TableInfo | None:
@@ -190,38 +204,78 @@ def _has_expressions(conn: Connection, target_key: Any) -> bool:
 
 
 def _reflect_mysql(conn: Connection, schema: str | None, table: str, target_key: Any = None) -> TableInfo | None:
+    return _reflect_mysql_many(conn, schema, [table], target_key).get(table)
+
+
+def prefetch(conn: Connection, target_key: Any, family: str, schema: str | None, tables: list[str]) -> None:
+    """Reflect those of ``tables`` that are not cached, a few hundred per query (MySQL/MariaDB;
+    elsewhere :func:`table_info` reflects them one by one when asked): a mirrored database of a
+    thousand tables is read in a few queries instead of three per table."""
+    if family != "mysql":
+        return
+    with _lock:
+        missing = [t for t in tables if _cache.get((target_key, schema, t)) is None]
+    for i in range(0, len(missing), PREFETCH_CHUNK):
+        chunk = missing[i:i + PREFETCH_CHUNK]
+        infos = _reflect_mysql_many(conn, schema, chunk, target_key)
+        with _lock:
+            for t in chunk:
+                if infos.get(t) is not None:
+                    _cache[(target_key, schema, t)] = infos[t]
+
+
+#: tables per query of :func:`prefetch`
+PREFETCH_CHUNK = 500
+
+
+def _reflect_mysql_many(conn: Connection, schema: str | None, tables: list[str],
+                        target_key: Any = None) -> dict[str, TableInfo]:
+    """The reflected tables among ``tables`` (absent: not there), in four queries (and SHOW CREATE TABLE
+    of each system-versioned one)."""
+    if not tables:
+        return {}
     db = "%s" if schema is not None else "DATABASE()"
-    params = (schema, table) if schema is not None else (table,)
+    where = f"TABLE_SCHEMA = {db} AND TABLE_NAME IN ({', '.join(['%s'] * len(tables))})"
+    params = ((schema,) if schema is not None else ()) + tuple(tables)
     rows = conn.exec_driver_sql(
-        "SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, IS_NULLABLE, CHARACTER_SET_NAME, COLLATION_NAME, "
-        "CHARACTER_OCTET_LENGTH, EXTRA "
-        f"FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = {db} AND TABLE_NAME = %s "
-        "ORDER BY ORDINAL_POSITION", params).fetchall()
-    if not rows:
-        return None
+        "SELECT TABLE_NAME, COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, IS_NULLABLE, CHARACTER_SET_NAME, COLLATION_NAME, "
+        f"CHARACTER_OCTET_LENGTH, EXTRA FROM information_schema.COLUMNS WHERE {where} "
+        "ORDER BY TABLE_NAME, ORDINAL_POSITION", params).fetchall()
     ischema = conn.dialect.ischema_names
-    columns = {r[0]: ColumnInfo(r[0], _mysql_type(r[1].lower(), r[2], ischema), r[3] == "YES", r[4], r[5],
-                                octets=None if r[6] is None else int(r[6]),
-                                generated=bool(_GENERATED.search(r[7] or ""))) for r in rows}
+    columns: dict[str, dict[str, ColumnInfo]] = {}
+    for r in rows:
+        columns.setdefault(r[0], {})[r[1]] = ColumnInfo(
+            r[1], _mysql_type(r[2].lower(), r[3], ischema), r[4] == "YES", r[5], r[6],
+            octets=None if r[7] is None else int(r[7]), generated=bool(_GENERATED.search(r[8] or "")))
+    if not columns:
+        return {}
     expr = "EXPRESSION" if _has_expressions(conn, target_key) else "NULL"
     idx = conn.exec_driver_sql(
-        f"SELECT INDEX_NAME, COLUMN_NAME, {expr} FROM information_schema.STATISTICS "
-        f"WHERE TABLE_SCHEMA = {db} AND TABLE_NAME = %s AND NON_UNIQUE = 0 "
-        "ORDER BY INDEX_NAME, SEQ_IN_INDEX", params).fetchall()
-    groups: dict[str, list[str]] = {}
-    for name, col, expression in idx:
-        groups.setdefault(name, []).extend(key_parts([col], [expression]))
-    pk = tuple(groups.pop("PRIMARY", ()))
-    others = [(k, tuple(v)) for k, v in groups.items() if None not in v]
-    unique = ([pk] if pk else []) + [v for _, v in others]
-    names = (["PRIMARY"] if pk else []) + [k for k, _ in others]
-    info = TableInfo(schema, table, columns, pk, tuple(unique), fks=_mysql_fks(conn, db, params),
-                     unique_names=tuple(names))
-    kind = conn.exec_driver_sql(f"SELECT TABLE_TYPE FROM information_schema.TABLES WHERE TABLE_SCHEMA = {db} "
-                                "AND TABLE_NAME = %s", params).scalar()
-    if kind == "SYSTEM VERSIONED":
-        _versioned(conn, info, ischema)
-    return info
+        f"SELECT TABLE_NAME, INDEX_NAME, COLUMN_NAME, {expr} FROM information_schema.STATISTICS WHERE {where} "
+        "AND NON_UNIQUE = 0 ORDER BY TABLE_NAME, INDEX_NAME, SEQ_IN_INDEX", params).fetchall()
+    keys: dict[str, dict[str, list]] = {}
+    for table, name, col, expression in idx:
+        keys.setdefault(table, {}).setdefault(name, []).extend(key_parts([col], [expression]))
+    fks = _mysql_fks(conn, where, params)
+    versioned = {r[0] for r in conn.exec_driver_sql(
+        f"SELECT TABLE_NAME FROM information_schema.TABLES WHERE {where} AND TABLE_TYPE = 'SYSTEM VERSIONED'",
+        params).fetchall()}
+    folded = {name.casefold(): name for name in sorted(columns, reverse=True)}
+    out = {}
+    for table in tables:  # information_schema compares names without case: as asked, else that match
+        found = table if table in columns else folded.get(table.casefold())
+        if found is None:
+            continue
+        groups = dict(keys.get(found, {}))
+        pk = tuple(groups.pop("PRIMARY", ()))
+        others = [(k, tuple(v)) for k, v in groups.items() if None not in v]
+        unique = ([pk] if pk else []) + [v for _, v in others]
+        names = (["PRIMARY"] if pk else []) + [k for k, _ in others]
+        out[table] = TableInfo(schema, table, columns[found], pk, tuple(unique), fks=fks.get(found, ()),
+                               unique_names=tuple(names))
+        if found in versioned:
+            _versioned(conn, out[table], ischema)
+    return out
 
 
 _PERIOD = re.compile(r"PERIOD FOR SYSTEM_TIME \(`((?:[^`]|``)+)`, `((?:[^`]|``)+)`\)")
@@ -246,18 +300,21 @@ def _versioned(conn: Connection, info: TableInfo, ischema: dict) -> None:
                                    "(transaction-precise history), which only the source's transactions give")
 
 
-def _mysql_fks(conn: Connection, db: str, params: tuple) -> tuple[ForeignKey, ...]:
+def _mysql_fks(conn: Connection, where: str, params: tuple) -> dict[str, tuple[ForeignKey, ...]]:
+    """The foreign keys of the tables ``where`` selects (a condition on TABLE_SCHEMA/TABLE_NAME), per table."""
     rows = conn.exec_driver_sql(
-        "SELECT k.CONSTRAINT_NAME, k.COLUMN_NAME, k.REFERENCED_TABLE_SCHEMA, k.REFERENCED_TABLE_NAME, "
+        "SELECT k.TABLE_NAME, k.CONSTRAINT_NAME, k.COLUMN_NAME, k.REFERENCED_TABLE_SCHEMA, k.REFERENCED_TABLE_NAME, "
         "k.REFERENCED_COLUMN_NAME, r.DELETE_RULE, r.UPDATE_RULE "
         "FROM information_schema.KEY_COLUMN_USAGE k JOIN information_schema.REFERENTIAL_CONSTRAINTS r "
         "ON r.CONSTRAINT_SCHEMA = k.CONSTRAINT_SCHEMA AND r.CONSTRAINT_NAME = k.CONSTRAINT_NAME "
         "AND r.TABLE_NAME = k.TABLE_NAME "
-        f"WHERE k.TABLE_SCHEMA = {db} AND k.TABLE_NAME = %s AND k.REFERENCED_TABLE_NAME IS NOT NULL "
-        "ORDER BY k.CONSTRAINT_NAME, k.ORDINAL_POSITION", params).fetchall()
-    out: dict[str, list] = {}
-    for name, col, rschema, rtable, rcol, on_delete, on_update in rows:
-        fk = out.setdefault(name, [[], rschema, rtable, [], on_delete, on_update])
+        f"WHERE {where.replace('TABLE_SCHEMA', 'k.TABLE_SCHEMA').replace('TABLE_NAME', 'k.TABLE_NAME')} "
+        "AND k.REFERENCED_TABLE_NAME IS NOT NULL "
+        "ORDER BY k.TABLE_NAME, k.CONSTRAINT_NAME, k.ORDINAL_POSITION", params).fetchall()
+    out: dict[str, dict[str, list]] = {}
+    for table, name, col, rschema, rtable, rcol, on_delete, on_update in rows:
+        fk = out.setdefault(table, {}).setdefault(name, [[], rschema, rtable, [], on_delete, on_update])
         fk[0].append(col)
         fk[3].append(rcol)
-    return tuple(ForeignKey(name, tuple(c), rs, rt, tuple(rc), od, ou) for name, (c, rs, rt, rc, od, ou) in out.items())
+    return {t: tuple(ForeignKey(name, tuple(c), rs, rt, tuple(rc), od, ou)
+                     for name, (c, rs, rt, rc, od, ou) in fks.items()) for t, fks in out.items()}

@@ -21,7 +21,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from adapters.base import AppliedFrom, ApplyStats, Change, DdlChange
-from adapters.registry import make_writer, reset_caches
+from adapters.registry import after_ddl, make_writer, reset_caches
 from pipeline.config import Config
 from pipeline.errors import SluiceError, TransientError
 from pipeline.job import mapped
@@ -169,6 +169,8 @@ def run_sync(cfg: Config, group_id: str, spark: SparkSession, *, max_batches: in
             try:
                 for si, seg in enumerate(cuts):
                     if any(b.records < 0 for b in batches) or _dml_lines(seg, batches) > _count_in(seg, ddl_positions):
+                        if keys is None:  # after a run of DDLs: the key rules of the schema they left
+                            keys = plan.key_plan()
                         dl = {} if round_dir is None else {"dead_letter_dir": str(round_dir), "segment": si,
                                                            "blocked": blocked}
                         ctx = JobContext(plan.mappings, plan.mapping_target, plan.targets, epoch,
@@ -183,8 +185,8 @@ def run_sync(cfg: Config, group_id: str, spark: SparkSession, *, max_batches: in
                         _apply_ddl(plan, seg.ddl, lineage["scope"])
                         summary.ddl += 1
                         epoch = next(_EPOCHS)
-                        reset_caches(epoch)
-                        keys = plan.key_plan()
+                        after_ddl(epoch)  # the writer forgot the tables it changed; executors: all
+                        keys = None       # read again before the next DML, once for a run of DDLs
                 if round_dir is not None:  # durable before the ack; a crash before it: rerun
                     counts = dead.commit_round(round_dir)
                     summary.add_dead_lettered(counts)

@@ -209,8 +209,9 @@ def check_against_source(cfg: Config, mappings: tuple[Mapping, ...], conn: Any =
                                            "mirror of a database without tables is fine: they arrive with their DDL)")
                 if spec.mirrorDb:
                     conflicts.check_mirror_captured(cfg, m, tables, group)
+                every = _all_columns(cur, spec.database) if spec.mirrorDb else {}  # one query, not one a table
                 for t in tables:
-                    cols, pk = _columns(cur, spec.database, t)
+                    cols, pk = every[t] if t in every else _columns(cur, spec.database, t)
                     if not cols:
                         _readable(cur, m, spec.database, t)
                         raise ConfigError(m.file, "dbMapping.table",
@@ -270,6 +271,19 @@ def _columns(cur, database: str, table: str) -> tuple[list[str], list[str]]:
                 "WHERE TABLE_SCHEMA=%s AND TABLE_NAME=%s ORDER BY ORDINAL_POSITION", (database, table))
     rows = cur.fetchall()
     return [r[0] for r in rows], [r[0] for r in rows if r[1] == "PRI"]
+
+
+def _all_columns(cur, database: str) -> dict[str, tuple[list[str], list[str]]]:
+    """:func:`_columns` of every table of ``database``, in one query."""
+    cur.execute("SELECT TABLE_NAME, COLUMN_NAME, COLUMN_KEY FROM information_schema.COLUMNS "
+                "WHERE TABLE_SCHEMA=%s ORDER BY TABLE_NAME, ORDINAL_POSITION", (database,))
+    out: dict[str, tuple[list[str], list[str]]] = {}
+    for table, col, key in cur.fetchall():
+        cols, pk = out.setdefault(table, ([], []))
+        cols.append(col)
+        if key == "PRI":
+            pk.append(col)
+    return out
 
 
 def _unique_keys(cur, database: str, table: str) -> list[tuple[str, ...]]:
