@@ -18,6 +18,16 @@ time to apply the whole backlog in one round (the 40 batches the old rounds of u
 took at once).
 
 ``SLUICE_FAULT_ROUNDS=N`` repeats the fault list N times (default 1; a longer soak).
+
+That soak (files and Kafka stores, several minutes each) runs with ``SLUICE_E2E_FULL=1`` only. The
+default run has its short form, :func:`test_follower_progresses_across_a_kill` (files store): a
+backlog of 10 batches (30k rows in 1,000-row transactions, no writer meanwhile). A cold follower's
+first round is one batch (no apply rate known yet: without bounded rounds it is the whole backlog,
+and the test fails there); its time from start to that ack, T, is the machine's price of a
+restart plus one batch. The follower is killed (kill -9 of its process group) while a later round
+is in progress; the restarted follower must ack within 1.5 T + 4 s (its first round is half of the
+one that was cut short, and at most what its rate allows a cold process), then the target equals
+the source.
 """
 
 from __future__ import annotations
@@ -38,6 +48,7 @@ from tests.support import sysbench
 from tests.support.compare import diff_databases
 from tests.support.deploy import kafka_store, rdb_adapter, sluice, write_deployment
 from tests.support.faults import Background, FollowerProcess, fault_schedule, service, stalled
+from tests.support.matrix import FULL
 
 EVERY = float(os.environ.get("SLUICE_FAULT_EVERY", "10"))
 REPEAT = int(os.environ.get("SLUICE_FAULT_ROUNDS", "1"))
@@ -93,8 +104,8 @@ def _group(cfg) -> tuple[int, int]:
 
 
 @pytest.mark.timeout(3600)  # N and the backlog's apply scale with the machine's load
-@pytest.mark.parametrize("kind", ["files", "kafka"])
-def test_follower_progresses_between_faults(kind, request, tmp_path, mariadb, mariadb_target):
+def _soak(kind, request, tmp_path, mariadb, mariadb_target):
+    """The soak (SLUICE_E2E_FULL=1): every fault of the store's list, the cursor advancing between them."""
     kafka = request.getfixturevalue("kafka") if kind == "kafka" else None
     d = _deploy(tmp_path, mariadb, mariadb_target, kafka)
     cfg = d["cfg"]
@@ -147,5 +158,90 @@ def test_follower_progresses_between_faults(kind, request, tmp_path, mariadb, ma
         follower.stop()
         for c in crons:
             c.kill()
+        sysbench.drop_database(mariadb, d["db"])
+        sysbench.drop_database(mariadb_target, d["tdb"])
+
+
+if FULL:  # minutes per store: the default run has the short form below
+    test_follower_progresses_between_faults = pytest.mark.parametrize("kind", ["files", "kafka"])(_soak)
+
+
+SHORT_ROWS, SHORT_BATCH, SHORT_TXN = 15_000, 3_000, 1_000
+
+
+def _short_deploy(tmp, mariadb, mariadb_target) -> dict:
+    """Two tables of SHORT_ROWS rows each, written after the store's start in SHORT_TXN-row
+    transactions (batches are cut between transactions), server-side (MariaDB's sequence engine)."""
+    db = f"fs_{uuid.uuid4().hex[:6]}"
+    tdb = f"{db}_copy"
+    sysbench.create_database(mariadb_target, tdb)
+    mapping = {"dataSourceKey": "defaultDS", "destination": db, "groupId": "g1", "outerAdapterKey": "t",
+               "dbMapping": {"mirrorDb": True, "database": db, "targetDb": tdb}}
+    cfg = write_deployment(tmp, mariadb, name=db, include=rf"{db}\..*", master="local[2]", partitions=2,
+                           groups=[{"groupId": "g1", "outerAdapters": [rdb_adapter(mariadb_target, "t", tdb)],
+                                    "mappings": ["mappings/rdb/m.yml"]}], mappings={"rdb/m.yml": mapping},
+                           batch_rows=SHORT_BATCH)
+    raw = yaml.safe_load(cfg.read_text())
+    raw["spark"]["roundSeconds"] = 2   # rounds well inside the fault interval
+    cfg.write_text(yaml.safe_dump(raw, sort_keys=False))
+    sluice("capture", "--config", str(cfg), "--once")   # the store starts at the binlog's end
+    sysbench.create_database(mariadb, db)
+    with sysbench.connect(mariadb, db) as c, c.cursor() as cur:
+        for t in ("s1", "s2"):
+            cur.execute(f"CREATE TABLE {t} (id INT PRIMARY KEY, k INT NOT NULL, c VARCHAR(120) NOT NULL, "
+                        "pad VARCHAR(60) NOT NULL, KEY k (k))")
+            for lo in range(1, SHORT_ROWS + 1, SHORT_TXN):
+                cur.execute(f"INSERT INTO {t} SELECT seq, seq % 997, CONCAT('row ', seq, ' of {t} ', "
+                            f"REPEAT('c', 80)), REPEAT('p', 50) FROM seq_{lo}_to_{lo + SHORT_TXN - 1}")
+    return {"cfg": cfg, "db": db, "tdb": tdb}
+
+
+def _open_round(cfg) -> int | None:
+    """The units of g1's sync round in progress (pipeline/job/rounds.py records it before it starts)."""
+    store = open_store(load_config(str(cfg)), create=False)
+    try:
+        return json.loads((store.root / "rounds" / "g1.json").read_text()).get("open")
+    except (OSError, ValueError):
+        return None
+
+
+def _wait(what: str, cond, follower: FollowerProcess, timeout: float, poll: float = 0.1):
+    deadline = time.monotonic() + timeout
+    while not (got := cond()):
+        assert follower.running(), f"the follower ended before {what}:\n{follower.output()}"
+        assert time.monotonic() < deadline, f"not within {timeout:.0f} s: {what} ({_group(follower.cfg)})\n" \
+                                            f"{follower.output()}"
+        time.sleep(poll)
+    return got
+
+
+@pytest.mark.timeout(900)
+def test_follower_progresses_across_a_kill(tmp_path, mariadb, mariadb_target):
+    d = _short_deploy(tmp_path, mariadb, mariadb_target)
+    cfg = d["cfg"]
+    follower = FollowerProcess(cfg, tmp_path)
+    try:
+        t0 = time.monotonic()
+        follower.start()
+        first = _wait("the first ack", lambda: _group(cfg)[0], follower, 300, poll=0.2)
+        price = time.monotonic() - t0
+        assert first == 1, f"a cold follower's first round is one batch (no rate known), not {first}"
+        assert _group(cfg)[1] > 0
+        cut = _wait("a round in progress", lambda: _open_round(cfg), follower, 120, poll=0.05)
+        before = _group(cfg)[0]
+        follower.kill9()  # the whole process group, then a new follower
+        every = 1.5 * price + 4
+        t1 = time.monotonic()
+        after = _wait("progress after the kill", lambda: _group(cfg)[0] > before and _group(cfg)[0], follower,
+                      every, poll=0.2)
+        print(f"a cold follower's first ack after {price:.1f} s; killed in a round of {cut} units at cursor "
+              f"{before}; the next follower acked {after} after {time.monotonic() - t1:.1f} s (limit {every:.0f} s)")
+        assert "this one is smaller" in follower.output(100000), "the round cut short halves the next"
+        _wait("the backlog applied", lambda: _group(cfg)[1] == 0, follower, 300, poll=0.5)
+        assert diff_databases(mariadb, d["db"], mariadb_target, d["tdb"]) == {"s1": 0, "s2": 0}
+        os.kill(follower.proc.proc.pid, signal.SIGTERM)
+        assert follower.proc.wait(90) == 130
+    finally:
+        follower.stop()
         sysbench.drop_database(mariadb, d["db"])
         sysbench.drop_database(mariadb_target, d["tdb"])
