@@ -4,9 +4,9 @@ than the source.
 
 A replayed ``CREATE TABLE`` must give its plain columns the source database's default collation and
 a bare ``CHARSET x`` the source server's default collation of ``x``. The driver hands each RDB
-writer a reader of those defaults; it asks the source when a CREATE or ALTER is replayed (DDL is
-rare; the answer is what the source says now). A source that cannot be reached then fails the
-replay (nothing is acked; the next run replays it).
+writer a reader of those defaults; it asks the source when a CREATE or ALTER is replayed (the
+answer is what the source says now), on one connection a sync keeps for its DDL. A source that
+cannot be reached then fails the replay (nothing is acked; the next run replays it).
 
 :func:`check_key_collations` compares, for every column of every unique key (and primary key) of a
 mapped MySQL/MariaDB target table, the target column's collation with the source column's, each on
@@ -19,7 +19,6 @@ finer target (NO PAD under a PAD SPACE source, a ``_bin`` under a ``_ci``) is ac
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 
 from adapters.rdb.charsets import SourceCharsets, read_source_charsets, target_collations, translate
 from adapters.rdb.client import engine_for
@@ -38,18 +37,48 @@ def connect_source(cfg):
                    "is running")
 
 
-def source_charsets_reader(plan) -> Callable[[], SourceCharsets]:
-    """A function reading the defaults of the group's mirrored databases from the source."""
-    databases = {m.spec.database for m in plan.mappings if isinstance(m.spec, DbMapping) and m.spec.mirrorDb}
+class SourceCharsetsReader:
+    """Reads the defaults of the group's mirrored databases from the source, each time it is
+    called (the answer is what the source says now), on one connection kept for the sync: a run of
+    a thousand CREATE TABLEs would otherwise open a thousand connections (a login and a TLS
+    context each, most of a replayed DDL's cost). A connection that fails is dropped and the read
+    tried once on a new one; :meth:`close` ends it."""
 
-    def read() -> SourceCharsets:
-        conn = connect_source(plan.config)
+    def __init__(self, plan):
+        self.plan = plan
+        self.databases = {m.spec.database for m in plan.mappings
+                          if isinstance(m.spec, DbMapping) and m.spec.mirrorDb}
+        self.conn = None
+
+    def __call__(self) -> SourceCharsets:
+        if self.conn is not None:
+            try:
+                return self._read()
+            except Exception:  # noqa: BLE001 - lost since the last DDL (a source restart): a new one
+                self.close()
+        self.conn = connect_source(self.plan.config)
         try:
-            with conn.cursor() as cur:
-                return read_source_charsets(cur, databases)
-        finally:
-            conn.close()
-    return read
+            return self._read()
+        except BaseException:
+            self.close()
+            raise
+
+    def _read(self) -> SourceCharsets:
+        with self.conn.cursor() as cur:
+            return read_source_charsets(cur, self.databases)
+
+    def close(self) -> None:
+        conn, self.conn = self.conn, None
+        if conn is not None:
+            try:
+                conn.close()
+            except Exception:  # noqa: BLE001 - a connection already lost
+                pass
+
+
+def source_charsets_reader(plan) -> SourceCharsetsReader:
+    """A reader of the defaults of the group's mirrored databases on the source (close it after use)."""
+    return SourceCharsetsReader(plan)
 
 
 # -- pre-flight: no target key compares more coarsely than its source column ----------------------

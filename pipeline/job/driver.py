@@ -14,7 +14,7 @@ import json
 import os
 import re
 import time
-from contextlib import nullcontext
+from contextlib import closing, nullcontext
 from dataclasses import dataclass, field, replace
 
 from pyspark.sql import SparkSession
@@ -26,7 +26,7 @@ from pipeline.config import Config
 from pipeline.errors import SluiceError, TransientError
 from pipeline.job import mapped
 from pipeline.job.accumulators import merge, new_counter
-from pipeline.job.collations import source_charsets_reader
+from pipeline.job.collations import SourceCharsetsReader, source_charsets_reader
 from pipeline.job.definitions import source_time_zone, with_like_definition
 from pipeline.job.group import GroupPlan, load_group
 from pipeline.job.partition import JobContext, apply_function
@@ -124,7 +124,8 @@ def run_sync(cfg: Config, group_id: str, spark: SparkSession, *, max_batches: in
     t0 = time.monotonic()
     if not follower and (holder := follower_of(store, group_id)) is not None:
         raise follower_error(group_id, holder)
-    with nullcontext() if locked else store.apply_lock(group_id):
+    # one source connection for the sync's replayed DDL (a run of a thousand CREATE TABLEs: one login)
+    with nullcontext() if locked else store.apply_lock(group_id), closing(source_charsets_reader(plan)) as charsets:
         summary.acked_to = started_at = store.cursor(group_id)
         changes = mapped.compare(store.root, group_id, plan.mappings)
         sizer = RoundSizer.load(store.root, group_id, cfg.spark)
@@ -182,7 +183,7 @@ def run_sync(cfg: Config, group_id: str, spark: SparkSession, *, max_batches: in
                                                  for e in dead.round_entries(round_dir)}
                     if seg.ddl is not None:
                         _pause_before_ddl()
-                        _apply_ddl(plan, seg.ddl, lineage["scope"])
+                        _apply_ddl(plan, seg.ddl, lineage["scope"], charsets)
                         summary.ddl += 1
                         epoch = next(_EPOCHS)
                         after_ddl(epoch)  # the writer forgot the tables it changed; executors: all
@@ -366,8 +367,8 @@ def _run_segment(spark, dml, seg, plan: GroupPlan, ctx: JobContext, nparts: int,
                           hint=None if said else "fix the cause and run sync again; replays are idempotent")
 
 
-def _apply_ddl(plan: GroupPlan, ddl: DdlChange, scope: str = "", retries: int = 5, backoff_max: float = 20.0
-               ) -> None:
+def _apply_ddl(plan: GroupPlan, ddl: DdlChange, scope: str = "", charsets: SourceCharsetsReader | None = None,
+               retries: int = 5, backoff_max: float = 20.0) -> None:
     """Apply a barrier DDL (or TRUNCATE) to the targets of the mappings it concerns; a
     TransientError (the target restarting) is retried with backoff like a chunk (replaying a
     DDL is idempotent: its ledger, its "already applied" errors; TRUNCATE is). A ``CREATE TABLE ...
@@ -383,7 +384,7 @@ def _apply_ddl(plan: GroupPlan, ddl: DdlChange, scope: str = "", retries: int = 
         delay = 0.5
         for attempt in range(1, retries + 1):
             try:
-                _apply_ddl_once(plan, midx, ddl, scope)
+                _apply_ddl_once(plan, midx, ddl, scope, charsets)
                 break
             except TransientError as e:
                 if attempt == retries:
@@ -395,7 +396,8 @@ def _apply_ddl(plan: GroupPlan, ddl: DdlChange, scope: str = "", retries: int = 
         log.info("ddl", database=ddl.database, table=ddl.table, kind=ddl.kind, mapping=mapping.file)
 
 
-def _apply_ddl_once(plan: GroupPlan, midx: int, ddl: DdlChange, scope: str) -> None:
+def _apply_ddl_once(plan: GroupPlan, midx: int, ddl: DdlChange, scope: str,
+                    charsets: SourceCharsetsReader | None = None) -> None:
     mapping = plan.mappings[midx]
     tid = plan.mapping_target[midx]
     kind, target = plan.targets[tid]
@@ -405,7 +407,8 @@ def _apply_ddl_once(plan: GroupPlan, midx: int, ddl: DdlChange, scope: str) -> N
     if hasattr(writer, "track"):
         writer.track(scope)  # the DDL ledger records which store and group replayed it
     if hasattr(writer, "source_charsets"):
-        writer.source_charsets = source_charsets_reader(plan)
+        writer.source_charsets = charsets or source_charsets_reader(plan)
+    own = charsets is None and hasattr(writer, "source_charsets")  # a reader of its own, closed here
     try:
         writer.open()
         if ddl.kind == "TRUNCATE":
@@ -418,6 +421,8 @@ def _apply_ddl_once(plan: GroupPlan, midx: int, ddl: DdlChange, scope: str) -> N
         raise
     finally:
         _quietly(writer.close)
+        if own:
+            writer.source_charsets.close()
 
 
 def _quietly(step) -> None:

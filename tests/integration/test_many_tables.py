@@ -3,9 +3,13 @@ tables before it. The driver reads the target's key rules before the DML after a
 (``GroupPlan.key_plan``); a DDL replayed on one table forgets only that table's reflection, and a
 mirrored database is reflected a few hundred tables per query. Counted here on the real target:
 the tables reflected over 40 CREATE TABLEs each followed by the key rules, against the 820 that
-reflecting every table again after each DDL reads; and an ALTER is seen (its table re-read)."""
+reflecting every table again after each DDL reads; and an ALTER is seen (its table re-read).
+The source defaults a replayed CREATE/ALTER needs are read on one source connection per sync
+(a new connection per DDL was most of a DDL's cost: a login and a TLS context)."""
 
 from __future__ import annotations
+
+from types import SimpleNamespace
 
 import pytest
 import yaml
@@ -13,8 +17,11 @@ import yaml
 from adapters.base import DdlChange
 from adapters.rdb import make_writer, schema
 from adapters.rdb.factory import key_rules
+from pipeline.config import parse_config
+from pipeline.job import collations
 from pipeline.mapping import load_mapping
 from tests.integration.test_rdb_conformance import MariaEnv
+from tests.support import sysbench
 
 N = 40
 
@@ -59,3 +66,24 @@ def test_a_replayed_ddl_reflects_only_what_it_changed(maria, tmp_path, monkeypat
                                       seq=(1, N + 1, 0)))
     rules = key_rules(maria.target, "rdb:t", [(0, mapping)])
     assert set(rules.ordered) == {(0, "t07")}, "a second unique key orders the table: its reflection was renewed"
+
+
+def test_the_source_defaults_of_a_run_of_ddls_are_read_on_one_connection(mariadb, monkeypatch):
+    cfg = parse_config({"source": {k: mariadb[k] for k in ("host", "port", "user", "password")}})
+    opened = []
+    real = collations.connect_source
+
+    def counting(c):
+        opened.append(real(c))
+        return opened[-1]
+    monkeypatch.setattr(collations, "connect_source", counting)
+    reader = collations.source_charsets_reader(SimpleNamespace(config=cfg, mappings=()))
+    try:
+        first = reader()
+        assert first.charsets and all(reader() == first for _ in range(20)) and len(opened) == 1
+        with sysbench.connect(mariadb) as c, c.cursor() as cur:  # the source ends it (a restart, a KILL)
+            cur.execute(f"KILL CONNECTION {opened[0].thread_id()}")
+        assert reader() == first and len(opened) == 2, "a lost connection is replaced, the read tried again"
+    finally:
+        reader.close()
+    assert not opened[1].open
