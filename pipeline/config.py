@@ -279,8 +279,9 @@ class SparkConfig(_Frozen):
     #: no sort), and a driver JVM with C1-only JIT when ``sluice run``/``sync`` start it (0: none)
     smallRows: Int = Field(10000, ge=0)
     #: a sync applies and acks its pending batches in rounds of at most this many rows (a round
-    #: takes at least one batch; pipeline/job/rounds.py)
-    roundRows: Int = Field(100000, ge=1)
+    #: takes at least one batch; pipeline/job/rounds.py); 0: rounds are not bounded (each takes
+    #: ``--max-batches`` batches, as a single round took everything before rounds were bounded)
+    roundRows: Int = Field(100000, ge=0)
     #: ... and of about this many seconds at the rate recent rounds reached
     roundSeconds: Seconds = Field(10.0, gt=0)
     conf: dict[str, str] = {}

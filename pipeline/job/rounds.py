@@ -70,6 +70,8 @@ class RoundSizer:
         """The group's sizer, with what earlier syncs recorded; a round recorded in progress
         was cut short, and halves the limit."""
         s = cls(Path(root) / "rounds" / f"{group}.json", group, spark.roundRows, spark.roundSeconds)
+        if not s.bounded:
+            return s
         try:
             raw = json.loads(s.path.read_text())
         except (OSError, ValueError):
@@ -85,6 +87,12 @@ class RoundSizer:
                 s._write()
         return s
 
+    @property
+    def bounded(self) -> bool:
+        """``spark.roundRows: 0``: rounds are not bounded (each takes ``--max-batches`` batches, a
+        round cut short does not shrink the next), and nothing is recorded."""
+        return self.max_rows > 0
+
     def budget(self) -> int:
         """Units the next round may take (at least one batch is taken whatever this says)."""
         b = self.max_rows
@@ -98,6 +106,8 @@ class RoundSizer:
     def take(self, batches: list[BatchMeta]) -> int:
         """How many of ``batches`` (in order) the next round applies: the longest prefix within
         the budget, at least one."""
+        if not self.bounded:
+            return len(batches)
         budget, total = self.budget(), 0
         for i, b in enumerate(batches):
             total += units([b])
@@ -129,6 +139,8 @@ class RoundSizer:
         self._write()
 
     def _write(self) -> None:
+        if not self.bounded:
+            return
         body: dict[str, Any] = {"rate": self.rate, "limit": self.limit, "open": self.open_units,
                                 "pid": os.getpid(), "at": time.time()}
         try:

@@ -49,7 +49,8 @@ def _deploy(tmp: Path, source: dict, target: dict, kafka: dict | None) -> dict:
                                                            partitionHash=rf"{db}\..*:$pk$")}
     cfg = write_deployment(tmp, source, name=db, include=rf"{db}\..*", partitions=2, batch_rows=10,
                            groups=[{"groupId": "g1", "outerAdapters": [rdb_adapter(target, "t", tdb)],
-                                    "mappings": ["mappings/m.yml"]}], mappings={"m.yml": mapping}, **store)
+                                    "mappings": ["mappings/m.yml"]}], mappings={"m.yml": mapping}, round_rows=0,
+                           **store)  # rounds of exactly --max-batches
     sluice("capture", "--config", str(cfg), "--once")  # the store starts here
     with sysbench.connect(source, db) as c, c.cursor() as cur:
         for i in range(12):

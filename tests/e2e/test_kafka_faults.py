@@ -41,7 +41,7 @@ def dep(tmp_path, mariadb, mariadb_target, kafka):
     cfg = write_deployment(tmp_path, mariadb, name=db, include=rf"{db}\..*",
                            groups=[{"groupId": "g1", "outerAdapters": [rdb_adapter(mariadb_target, "t", tdb)],
                                     "mappings": ["mappings/rdb/m.yml"]}],
-                           mappings={"rdb/m.yml": mapping}, batch_rows=500,
+                           mappings={"rdb/m.yml": mapping}, batch_rows=500, round_rows=0,
                            kafka=kafka_store(kafka, db, partitionsNum=2, partitionHash=rf"{db}\..*:$pk$"))
     sluice("capture", "--config", str(cfg), "--once")
     sysbench.create_database(mariadb, db)

@@ -41,7 +41,7 @@ def deployment(tmp_path_factory, mariadb, mariadb_target, kafka):
                "mappings": [f"mappings/rdb/{name}.yml"]}
               for name, g, target in (("one", "g1", tdb), ("two", "g2", tdb2))]
     cfg = write_deployment(tmp, mariadb, name=db, include=rf"{db}\..*", groups=groups, mappings=mappings,
-                           batch_rows=2000, kafka=kafka_store(kafka, db, partitionsNum=3,
+                           batch_rows=2000, round_rows=0, kafka=kafka_store(kafka, db, partitionsNum=3,
                                                               partitionHash=rf"{db}\..*:$pk$"))
     sluice("capture", "--config", str(cfg), "--once")         # a new store starts here
     with sysbench.connect(mariadb) as c, c.cursor() as cur:   # CREATE DATABASE and tables go through Kafka too

@@ -24,12 +24,15 @@ def rdb_adapter(info: dict[str, Any], key: str, database: str | None = None, dia
 
 def write_deployment(tmp: Path, source: dict[str, Any], *, name: str, include: str,
                      groups: list[dict], mappings: dict[str, dict], partitions: int = 4,
-                     master: str = "local[2]", batch_rows: int = 5000, kafka: dict[str, Any] | None = None) -> Path:
+                     master: str = "local[2]", batch_rows: int = 5000, kafka: dict[str, Any] | None = None,
+                     round_rows: int | None = None) -> Path:
     """Write ``tmp/sluice.yml`` and ``tmp/mappings/<file>`` and return the config path.
 
     ``mappings`` maps a file name (e.g. ``rdb/mirror.yml``) to its canal-format content;
     each group's ``mappings`` should list globs relative to ``tmp``. ``kafka``: a ``store.kafka``
-    section (``store.kind`` becomes kafka), see :func:`kafka_store`.
+    section (``store.kind`` becomes kafka), see :func:`kafka_store`. ``round_rows``:
+    ``spark.roundRows`` (0: a sync's rounds are not bounded, each takes ``--max-batches`` batches:
+    the crash tests that stop a sync in a known round, or assert that a killed sync acked nothing).
     """
     for fname, content in mappings.items():
         p = tmp / "mappings" / fname
@@ -42,7 +45,8 @@ def write_deployment(tmp: Path, source: dict[str, Any], *, name: str, include: s
         "store": {"path": str(tmp / "store"), "batch": {"maxRows": batch_rows},
                   **({"kind": "kafka", "kafka": kafka} if kafka else {})},
         "groups": groups,
-        "spark": {"master": master, "partitions": partitions},
+        "spark": {"master": master, "partitions": partitions,
+                  **({"roundRows": round_rows} if round_rows is not None else {})},
     }
     path = tmp / "sluice.yml"
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))

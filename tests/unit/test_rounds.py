@@ -117,3 +117,18 @@ def test_a_follower_refused_by_the_apply_lock_tries_again_next_round_without_bac
     assert rec["status"] == "locked" and f.states["g1"].failures == 0 and f.due() == ["g1"]
     f.round()
     assert store.cursor("g1") == 1
+
+
+def test_round_rows_0_leaves_rounds_unbounded(tmp_path):
+    """``spark.roundRows: 0``: every round takes what ``--max-batches`` gave, a round cut short
+    does not shrink the next, and nothing is recorded (the crash-window tests rely on it)."""
+    s = RoundSizer.load(tmp_path, "g1", SparkConfig(roundRows=0))
+    batches = [_meta(i, 300) for i in range(1, 11)]
+    assert not s.bounded and s.take(batches) == 10
+    s.begin(3000)
+    s.failed(3000)
+    s.begin(3000)  # left in progress, as by a kill -9
+    assert not (tmp_path / "rounds").exists()
+    (tmp_path / "rounds").mkdir()
+    (tmp_path / "rounds" / "g1.json").write_text('{"rate": 1.0, "limit": 5, "open": 3000}')
+    assert RoundSizer.load(tmp_path, "g1", SparkConfig(roundRows=0)).take(batches) == 10
