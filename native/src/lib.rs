@@ -1,24 +1,11 @@
 //! `sluice_binlog`: the hot path of Sluice's capture, in Rust.
 //!
 //! `Stream` takes the raw bytes of a binlog dump connection (`feed`), frames packets, parses
-//! events and decodes the row images of planned tables to JSON, and hands back compact tuples
-//! (`items`). Parsing runs with the GIL released. The tuples (first element the kind):
-//!
-//! * `(0, kind, table_id, ts, start, next, nrows, data, old|None, size)`  decoded rows event
-//!   (kind 0 INSERT, 1 UPDATE, 2 DELETE; `data`/`old` JSON arrays as bytes)
-//! * `(1, ts, start, next)`                            rows event of a skipped or unknown table
-//! * `(2, kind, table_id, ts, start, next, rows, present, present2|None)`  rows event whose
-//!   table Python decodes itself (raw row images)
-//! * `(3, table_id, packet, ts, start, next)`          a table map whose bytes are new for its id:
-//!   `items` stops after it until `set_table` is called for that id
-//! * `(4, ts, start, next, gtid, standalone, mariadb)` GTID event
-//! * `(5, ts, start, next)`                            XID (commit)
-//! * `(6, ts, start, next, schema, query)`             query event (bytes)
-//! * `(7, ts, pos, file)`                              rotate
-//! * `(8, ts, sql)`                                    annotate-rows / rows-query (bytes)
-//! * `(9, ts, next)`                                   heartbeat
-//! * `(10, type_code, start)`                          an event capture must refuse
-//! * `(11,)` end of stream (EOF packet), `(12, code, message)` server error packet
+//! events (unpacking MySQL transaction payloads and MariaDB compressed events) and decodes the
+//! row images of planned tables to JSON, and hands back one event object per binlog event
+//! (`items`). The event classes are the named tuples of `pipeline/capture/events.py`, passed to
+//! `Stream(checksum, classes)` in `EVENT_CLASSES` order; each event is built as that class with
+//! its fields in the order declared there. Parsing runs with the GIL released.
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -78,13 +65,20 @@ fn decode_value<'py>(py: Python<'py>, spec: OpSpec, raw: &[u8]) -> PyResult<(Bou
 #[pyclass(module = "sluice_binlog")]
 struct Stream {
     parser: Parser,
+    /// `pipeline.capture.events.EVENT_CLASSES`, and `tuple.__new__` that builds their instances
+    classes: Vec<Py<PyAny>>,
+    tuple_new: Py<PyAny>,
 }
 
 #[pymethods]
 impl Stream {
     #[new]
-    fn new(checksum: bool) -> Self {
-        Stream { parser: Parser::new(checksum) }
+    fn new(py: Python<'_>, checksum: bool, classes: Vec<Py<PyAny>>) -> PyResult<Self> {
+        if classes.len() != N_CLASSES {
+            return Err(PyValueError::new_err(format!("Stream needs the {} event classes", N_CLASSES)));
+        }
+        let tuple_new = py.get_type::<PyTuple>().getattr("__new__")?.unbind();
+        Ok(Stream { parser: Parser::new(checksum), classes, tuple_new })
     }
 
     /// Append bytes read from the dump connection.
@@ -132,41 +126,52 @@ impl Stream {
         let res = py.allow_threads(|| parser.items(limit, &mut found));
         let list = PyList::empty(py);
         for item in found {
-            list.append(to_py(py, item)?)?;
+            let (class, fields) = to_py(py, item)?;
+            list.append(self.tuple_new.call1(py, (&self.classes[class], fields))?)?;
         }
         res.map_err(PyValueError::new_err)?;
         Ok(list)
     }
 }
 
-fn to_py(py: Python<'_>, item: Item) -> PyResult<Bound<'_, PyTuple>> {
+const N_CLASSES: usize = 15;
+
+/// (index in `EVENT_CLASSES`, fields) of one event.
+fn to_py(py: Python<'_>, item: Item) -> PyResult<(usize, Bound<'_, PyTuple>)> {
     let b = |v: &[u8]| PyBytes::new(py, v);
+    let ob = |v: Option<Vec<u8>>| v.map(|v| PyBytes::new(py, &v));
     Ok(match item {
-        Item::Rows { kind, table_id, ts, start, next, nrows, data, old, size } => {
-            let old = old.map(|o| b(&o));
-            (0u8, kind, table_id, ts, start, next, nrows, b(&data), old, size).into_pyobject(py)?
+        Item::Rows { kind, table_id, ts, start, next, nrows, data, old, size, flags, present, present2 } => {
+            (0, (kind, table_id, ts, start, next, nrows, b(&data), ob(old), size, flags, b(&present), ob(present2))
+                .into_pyobject(py)?)
         }
-        Item::RowsSkip { ts, start, next } => (1u8, ts, start, next).into_pyobject(py)?,
-        Item::RowsRaw { kind, table_id, ts, start, next, rows, present, present2 } => {
-            let p2 = present2.map(|p| b(&p));
-            (2u8, kind, table_id, ts, start, next, b(&rows), b(&present), p2).into_pyobject(py)?
+        Item::RowsRaw { kind, table_id, ts, start, next, rows, present, present2, flags, partial_json } => {
+            (1, (kind, table_id, ts, start, next, b(&rows), b(&present), ob(present2), flags, partial_json)
+                .into_pyobject(py)?)
         }
+        Item::RowsSkip { ts, start, next } => (2, (ts, start, next).into_pyobject(py)?),
         Item::TableMap { table_id, packet, ts, start, next } => {
-            (3u8, table_id, b(&packet), ts, start, next).into_pyobject(py)?
+            (3, (table_id, b(&packet), ts, start, next).into_pyobject(py)?)
         }
-        Item::Gtid { ts, start, next, gtid, standalone, mariadb } => {
-            (4u8, ts, start, next, gtid, standalone, mariadb).into_pyobject(py)?
+        Item::Gtid { ts, start, next, gtid, flags, mariadb, xid } => {
+            (4, (ts, start, next, gtid, flags, mariadb, ob(xid)).into_pyobject(py)?)
         }
-        Item::Xid { ts, start, next } => (5u8, ts, start, next).into_pyobject(py)?,
+        Item::Xid { ts, start, next } => (5, (ts, start, next).into_pyobject(py)?),
         Item::Query { ts, start, next, schema, query } => {
-            (6u8, ts, start, next, b(&schema), b(&query)).into_pyobject(py)?
+            (6, (ts, start, next, b(&schema), b(&query)).into_pyobject(py)?)
         }
-        Item::Rotate { ts, pos, file } => (7u8, ts, pos, file).into_pyobject(py)?,
-        Item::Annotate { ts, sql } => (8u8, ts, b(&sql)).into_pyobject(py)?,
-        Item::Heartbeat { ts, next } => (9u8, ts, next).into_pyobject(py)?,
-        Item::Refused { type_code, start } => (10u8, type_code, start).into_pyobject(py)?,
-        Item::Eof => (11u8,).into_pyobject(py)?,
-        Item::Err { code, msg } => (12u8, code, msg).into_pyobject(py)?,
+        Item::XaPrepare { ts, start, next, one_phase, xid } => {
+            (7, (ts, start, next, one_phase, b(&xid)).into_pyobject(py)?)
+        }
+        Item::Rotate { ts, pos, file } => (8, (ts, pos, file).into_pyobject(py)?),
+        Item::Annotate { ts, sql } => (9, (ts, b(&sql)).into_pyobject(py)?),
+        Item::Heartbeat { ts, next } => (10, (ts, next).into_pyobject(py)?),
+        Item::Format { ts, start, next, server_version } => {
+            (11, (ts, start, next, server_version).into_pyobject(py)?)
+        }
+        Item::Other { type_code, ts, start, next } => (12, (type_code, ts, start, next).into_pyobject(py)?),
+        Item::Eof => (13, PyTuple::empty(py)),
+        Item::Err { code, msg } => (14, (code, msg).into_pyobject(py)?),
     })
 }
 

@@ -6,6 +6,7 @@ Its ``end`` is the position after its last complete transaction. A transaction l
 than the limits is split: each full part is stored as its own batch marked
 ``split=True`` whose end is the transaction's *start* plus ``skipEvents`` (the number of
 its rows events already stored), so a restart skips exactly those and loses nothing.
+A ``ROLLBACK TO`` savepoint drops what the open transaction collected since that savepoint.
 """
 
 from __future__ import annotations
@@ -14,12 +15,13 @@ import time
 from typing import Any
 
 from pipeline.config import BatchLimits
+from pipeline.errors import SourceError
 from pipeline.logs import get_logger
 from pipeline.store import BatchStore
 
-from .dml import LineEncoder, rows_json
+from .dml import LineEncoder, partial_json, rows_json
+from .items import Begin, Commit, Item, RollbackTo, Rows, Savepoint, Statement, Tick
 from .position import Position
-from .reader import Begin, Commit, Item, Rows, Statement, Tick
 
 log = get_logger("capture")
 EMPTY_BATCH_FACTOR = 10  # an empty (position-only) batch at most every maxSeconds * this
@@ -56,6 +58,7 @@ class Batcher:
         self.tx_begin: Begin | None = None
         self.tx_event_no = 0
         self.tx_skip = start.skip_events  # rows events of the open transaction already stored
+        self.marks: dict[str, tuple | None] = {}  # savepoints of the open transaction (None: stored already)
         # totals
         self.batches = self.rows = self.transactions = 0
 
@@ -70,13 +73,14 @@ class Batcher:
         elif cls is Begin:
             self.tx_begin = item  # type: ignore[assignment]
             self.tx_event_no = 0
+            self.marks = {}
         elif cls is Statement:
             s: Statement = item  # type: ignore[assignment]
             line = self.enc.statement(s.kind, s.database, s.table, s.is_ddl, s.sql, s.ts, _now_ms(),
                                       self.tx_begin.gtid if self.tx_begin else None, s.logfile, s.logpos,
                                       self.next_id)
             self.next_id += 1
-            if s.is_ddl:
+            if s.is_ddl or s.dml:  # a barrier (the job reads these records on the driver)
                 self.tx_ddl.append(len(self.tx))
                 self.tx_store_rows += 1
             self.tx.append(line)
@@ -84,6 +88,30 @@ class Batcher:
             self.tx_bytes += len(line)
         elif cls is Tick:
             self._on_idle()
+        elif cls is Savepoint:
+            self.marks[item.name] = None if item.stored else (  # type: ignore[union-attr]
+                len(self.tx), len(self.tx_ddl), self.tx_rows, self.tx_bytes, self.tx_store_rows, self.next_id)
+        elif cls is RollbackTo:
+            self._rollback_to(item)  # type: ignore[arg-type]
+
+    def _rollback_to(self, r: RollbackTo) -> None:
+        mark = self.marks.get(r.name, False)
+        if mark is False:
+            raise SourceError(f"{r.logfile}:{r.logpos}: ROLLBACK TO savepoint `{r.name}`, which the transaction "
+                              "did not set (capture started inside it?)",
+                              hint="capture cannot tell which rows the rollback undid; report this binlog")
+        if mark is None:
+            raise SourceError(f"{r.logfile}:{r.logpos}: ROLLBACK TO savepoint `{r.name}` undoes rows of a transaction "
+                              "larger than store.batch.maxRows/maxBytes that capture already stored as a split batch",
+                              hint="raise store.batch.maxRows and maxBytes above this transaction's size, then run "
+                              "sluice store recapture --from the split batch")
+        n_tx, n_ddl, rows, nbytes, store_rows, next_id = mark
+        del self.tx[n_tx:]
+        del self.tx_ddl[n_ddl:]
+        self.tx_rows, self.tx_bytes, self.tx_store_rows, self.next_id = rows, nbytes, store_rows, next_id
+        later = list(self.marks)[list(self.marks).index(r.name) + 1:]
+        for name in later:  # savepoints set after this one are gone
+            del self.marks[name]
 
     def _rows(self, r: Rows) -> None:
         codec = r.codec
@@ -93,6 +121,9 @@ class Batcher:
             data, old = rows_json(r.kind, r.rows)
         line = self.enc.rows(r.kind, codec, data, old, r.sql, r.ts, _now_ms(),
                              self.tx_begin.gtid if self.tx_begin else None, r.logfile, r.logpos, self.next_id)
+        if r.partial is not None:  # the driver checks each group's use of it (pipeline/job/refusals.py)
+            line += partial_json(*r.partial)
+            self.tx_ddl.append(len(self.tx))
         self.next_id += 1
         self.tx.append(line)
         self.tx_event_no = r.event_no
@@ -118,7 +149,8 @@ class Batcher:
         self.transactions += 1
         self.tx_begin = None
         self.tx_skip = 0
-        self.batch_end = Position(c.logfile, c.logpos, c.gtid, self.next_id)
+        self.batch_end = Position(c.logfile, c.logpos, c.gtid, self.next_id, xa=c.xa)
+        self.marks = {}
         lim = self.limits
         now = self.clock()
         if self.batch_rows >= lim.maxRows or self.batch_bytes >= lim.maxBytes:
@@ -179,9 +211,10 @@ class Batcher:
         if b is None or not self.tx:
             return
         end = Position(b.logfile, b.logpos, b.gtid_before, self.next_id, skip_events=self.tx_event_no,
-                       split_gtid=b.gtid)
+                       split_gtid=b.gtid, xa=b.xa)
         self._append(self.tx, self.tx_rows, self.tx_store_rows, self.tx_ddl, end, split=True)
         self._clear_tx()
+        self.marks = dict.fromkeys(self.marks)  # what they mark is stored: a ROLLBACK TO them is refused
         self.batch_since = self.clock()
 
 

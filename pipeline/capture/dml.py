@@ -1,7 +1,8 @@
 """Dml records in canal's flatMessage shape (plus gtid, logfile, logpos).
 
 Key order follows canal's ``FlatMessage``: id, database, table, pkNames, isDdl, type, es,
-ts, sql, sqlType, mysqlType, data, old; then ours: gtid, logfile, logpos. The store adds
+ts, sql, sqlType, mysqlType, data, old; then ours: gtid, logfile, logpos, and ``partial`` on a
+record whose row images lack columns (a session's ``binlog_row_image``). The store adds
 batchId and seq.
 """
 
@@ -114,6 +115,12 @@ def rows_json(kind: str, rows: list[Any]) -> tuple[bytes, bytes | None]:
     """``data`` and ``old`` JSON of Python-decoded rows (UPDATE rows are (before, after) pairs)."""
     rec = rows_records(kind, _NO_CODEC, rows, "", 0, 0, None, "", 0, 0)
     return _j(rec["data"]), (_j(rec["old"]) if rec["old"] is not None else None)
+
+
+def partial_json(before: list[str], after: list[str]) -> bytes:
+    """The ``partial`` member of a record whose row images lack columns: the columns each has
+    (``after`` is the one image of an INSERT/DELETE)."""
+    return b',"partial":{"before":%s,"after":%s}' % (_j(before), _j(after))
 
 
 class LineEncoder:

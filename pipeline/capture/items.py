@@ -1,10 +1,12 @@
-"""What the binlog readers yield, and the rules both read paths share.
+"""What the transaction framer yields, and which events stop capture.
 
 Capture items, in binlog order: ``Begin`` (a transaction starts), ``Rows`` (one rows event of
-an included table), ``Statement`` (DDL or another statement), ``Commit`` (a transaction is
-complete; carries the resume position) and ``Tick`` (heartbeat; nothing new). Shared by the
-library path (``reader.py``) and the native one (``fastpath.py``): the events capture refuses,
-and how server errors become PositionError/SourceError/TransientError.
+an included table), ``Statement`` (DDL or another statement), ``Savepoint``/``RollbackTo`` (inside
+a transaction), ``Commit`` (a transaction is complete; carries the resume position) and ``Tick``
+(heartbeat; nothing new). ``Begin`` and ``Commit`` also carry the prepared XA transactions held at
+that point (:mod:`xa`), which every stored position records. :func:`refuse_event` is the one list
+of event types capture ignores or refuses; :func:`map_error`/:func:`server_error` turn server
+errors into PositionError/SourceError/TransientError.
 """
 
 from __future__ import annotations
@@ -21,11 +23,32 @@ from pipeline.source.connect import BINLOG_TRANSIENT_CODES
 from .position import Position
 from .rowcodec import TableCodec
 
-COMPRESSED_TYPES = {40: "MySQL transaction payload (binlog_transaction_compression)",
-                     165: "MariaDB compressed query", 166: "MariaDB compressed rows", 167: "MariaDB compressed rows",
-                     168: "MariaDB compressed rows", 169: "MariaDB compressed rows",
-                     170: "MariaDB compressed rows", 171: "MariaDB compressed rows"}
-IGNORED_IN_TX = ("SAVEPOINT", "RELEASE", "ROLLBACK TO", "XA ")
+#: event types that carry nothing capture stores (statement-format context, file headers,
+#: checkpoints, GTID bookkeeping, the file data of a LOAD DATA whose statement is refused by name)
+IGNORED_TYPES = frozenset({
+    3,    # STOP
+    5,    # INTVAR (statement format: LAST_INSERT_ID, INSERT_ID)
+    7,    # SLAVE
+    13,   # RAND (statement format)
+    14,   # USER_VAR (statement format)
+    17,   # BEGIN_LOAD_QUERY (LOAD DATA file data; its EXECUTE_LOAD_QUERY statement is a query)
+    28,   # IGNORABLE
+    34,   # MySQL ANONYMOUS_GTID
+    35,   # MySQL PREVIOUS_GTIDS
+    36,   # MySQL TRANSACTION_CONTEXT (group replication)
+    37,   # MySQL VIEW_CHANGE (group replication)
+    42,   # MySQL GTID_TAGGED_LOG_EVENT: delimits a transaction as BEGIN/XID do
+    161,  # MariaDB BINLOG_CHECKPOINT
+    163,  # MariaDB GTID_LIST
+    164,  # MariaDB START_ENCRYPTION (the dump sends decrypted events)
+})
+#: event types that may carry changes capture cannot read: stop, naming them
+REFUSED_TYPES = {
+    6: "LOAD (pre-5.0 LOAD DATA)", 8: "CREATE_FILE (pre-5.0 LOAD DATA)", 9: "APPEND_BLOCK (pre-5.0 LOAD DATA)",
+    10: "EXEC_LOAD (pre-5.0 LOAD DATA)", 11: "DELETE_FILE (pre-5.0 LOAD DATA)", 12: "NEW_LOAD (pre-5.0 LOAD DATA)",
+    20: "pre-GA WRITE_ROWS", 21: "pre-GA UPDATE_ROWS", 22: "pre-GA DELETE_ROWS",
+    26: "INCIDENT (the server logged that changes are missing from the binlog here)",
+}
 
 
 @dataclass(slots=True)
@@ -35,6 +58,7 @@ class Begin:
     logpos: int
     gtid_before: str | None
     ts: int
+    xa: tuple = ()       # prepared XA transactions held when it starts (XaBook.held())
 
 
 class Rows:
@@ -43,17 +67,20 @@ class Rows:
     (``data_json``, ``old_json``; ``rows`` then decodes them on demand)."""
 
     __slots__ = ("kind", "codec", "_rows", "sql", "logfile", "logpos", "ts", "event_no", "size",
-                 "data_json", "old_json", "nrows")
+                 "data_json", "old_json", "nrows", "partial")
 
     def __init__(self, kind: str, codec: TableCodec, rows: list[Any] | None, sql: str, logfile: str, logpos: int,
                  ts: int, event_no: int, size: int, data_json: bytes | None = None, old_json: bytes | None = None,
-                 nrows: int | None = None):
+                 nrows: int | None = None, partial: tuple[list[str], list[str]] | None = None):
         self.kind, self.codec, self._rows, self.sql = kind, codec, rows, sql
         self.logfile, self.logpos, self.ts = logfile, logpos, ts
         self.event_no = event_no    # 1-based rows-event number within the transaction (all tables)
         self.size = size            # row-image bytes (for the batch byte estimate)
         self.data_json, self.old_json = data_json, old_json
         self.nrows = len(rows) if rows is not None else (nrows or 0)
+        #: a row image without every column (a session's binlog_row_image MINIMAL/NOBLOB): the
+        #: columns the before and the after image carry; None for whole images
+        self.partial = partial
 
     @property
     def rows(self) -> list[Any]:
@@ -71,12 +98,13 @@ class Rows:
 class Statement:
     kind: str
     database: str
-    table: str
+    table: str           # "" with ``dml``: some table of the database, which one unknown
     is_ddl: bool
     sql: str
     logfile: str
     logpos: int
     ts: int
+    dml: bool = False    # a statement-format write (its groups refuse it)
 
 
 @dataclass(slots=True)
@@ -85,6 +113,27 @@ class Commit:
     logpos: int          # just after the commit event
     gtid: str | None     # GTID state after the transaction
     ts: int
+    xa: tuple = ()       # prepared XA transactions held after it
+
+
+@dataclass(slots=True)
+class Savepoint:
+    """``SAVEPOINT name`` inside a transaction (``stored``: set before the part of a split
+    transaction that is stored already, so a ROLLBACK TO it cannot be undone any more)."""
+
+    name: str
+    logfile: str
+    logpos: int
+    stored: bool = False
+
+
+@dataclass(slots=True)
+class RollbackTo:
+    """``ROLLBACK TO name``: the rows events since that savepoint are undone."""
+
+    name: str
+    logfile: str
+    logpos: int
 
 
 @dataclass(slots=True)
@@ -92,17 +141,33 @@ class Tick:
     ts: int | None
 
 
-Item = Begin | Rows | Statement | Commit | Tick
+Item = Begin | Rows | Statement | Savepoint | RollbackTo | Commit | Tick
+
+
+def partial_update(before: dict, after: dict) -> tuple[dict, dict]:
+    """(before, after) of an UPDATE whose images lack columns, as the Dml record carries them:
+    ``data`` is the after image plus the before image's columns the after image lacks (MINIMAL:
+    the key, unchanged), and ``old`` only the changes the images show (a column only the after
+    image has changed from a value the binlog does not give)."""
+    data = {**{k: v for k, v in before.items() if k not in after}, **after}
+    return {**data, **{k: v for k, v in before.items() if k in after and after[k] != v}}, data
 
 
 def refuse_event(event_type: int, logfile: str, pos: int) -> None:
-    """Stop on events that would carry rows we cannot read; ignore other unknown events."""
-    what = COMPRESSED_TYPES.get(event_type) or {
-        38: "XA PREPARE (XA transactions are not supported)",
-        39: "MySQL partial JSON update (binlog_row_value_options=PARTIAL_JSON)"}.get(event_type)
-    if what is not None:
-        raise SourceError(f"{logfile}:{pos}: the binlog holds a {what} event, which capture cannot read",
-                          hint="turn the setting off on the source and take a new snapshot")
+    """Ignore an event type that carries nothing capture stores; stop on any other the framer does
+    not handle (naming it): an event capture does not understand may carry changes."""
+    if event_type in IGNORED_TYPES:
+        return
+    what = REFUSED_TYPES.get(event_type, f"event of type {event_type}, which capture does not know")
+    raise SourceError(f"{logfile}:{pos}: the binlog holds a {what}; capture stops here rather than skip changes "
+                      "it cannot read",
+                      hint="nothing after this event was stored; if the server logged it for tables no mapping "
+                      "covers, move capture's start past it only after checking that (docs/capture.md)")
+
+
+def server_error(code: int, message: str, start: Position) -> Exception:
+    """An error packet in the dump stream as PositionError/SourceError/TransientError."""
+    return map_error(pymysql.err.OperationalError(code, message), start)
 
 
 def map_error(e: pymysql.err.MySQLError, start: Position) -> Exception:

@@ -11,6 +11,9 @@ A position is a plain JSON object:
 * ``skipEvents`` (only at the end of a split batch): ``logfile``/``logpos``/``gtid`` then
   describe the *start* of the unfinished transaction, and a resumed capture skips its
   first ``skipEvents`` rows events, which are already stored.
+* ``xa`` (only while XA transactions are prepared and undecided): per transaction its XID (hex of
+  ``events.xid_key``) and where its PREPARE group starts (``logfile``, ``logpos``, ``gtid``
+  before it); a resumed capture reads those groups again and holds them until their decision.
 """
 
 from __future__ import annotations
@@ -21,6 +24,9 @@ from typing import Any
 from pymysqlreplication.gtid import Gtid, GtidSet
 
 from pipeline.errors import PositionError
+from pipeline.source.binlog import binlog_key
+
+__all__ = ["GtidState", "Position", "binlog_key"]
 
 
 @dataclass(frozen=True)
@@ -33,6 +39,7 @@ class Position:
     next_id: int = 1
     skip_events: int = 0
     split_gtid: str | None = None
+    xa: tuple = ()
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"logfile": self.logfile, "logpos": self.logpos, "gtid": self.gtid,
@@ -40,6 +47,8 @@ class Position:
         if self.skip_events:
             d["skipEvents"] = self.skip_events
             d["splitGtid"] = self.split_gtid
+        if self.xa:
+            d["xa"] = [dict(x) for x in self.xa]
         return d
 
     @classmethod
@@ -47,7 +56,7 @@ class Position:
         try:
             return cls(logfile=str(d["logfile"]), logpos=int(d["logpos"]), gtid=d.get("gtid") or None,
                        next_id=int(d.get("nextId", 1)), skip_events=int(d.get("skipEvents", 0)),
-                       split_gtid=d.get("splitGtid"))
+                       split_gtid=d.get("splitGtid"), xa=tuple(d.get("xa") or ()))
         except (KeyError, TypeError, ValueError) as e:
             raise PositionError(f"the stored capture position {d!r} is not a capture position ({e})",
                                 hint="set a valid start position (see docs/capture.md)") from None
@@ -61,13 +70,9 @@ class Position:
             s += f" gtid={self.gtid}"
         if self.skip_events:
             s += f" +{self.skip_events} events"
+        if self.xa:
+            s += f" +{len(self.xa)} prepared XA"
         return s
-
-
-def binlog_key(logfile: str, logpos: int) -> tuple[str, int, int]:
-    """Sortable key of a binlog coordinate (``mysql-bin.000010`` after ``.000009``)."""
-    base, _, num = logfile.rpartition(".")
-    return (base, int(num) if num.isdigit() else 0, logpos)
 
 
 class GtidState:

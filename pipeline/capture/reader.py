@@ -1,16 +1,13 @@
-"""The binlog reader: the native stream or python-mysql-replication behind typed items.
+"""The binlog reader: one dump connection, a decoder, and the transaction framer.
 
-``BinlogReader`` yields, in binlog order: ``Begin`` (a transaction starts), ``Rows``
-(one rows event of an included table, values decoded), ``Statement`` (DDL or another
-statement), ``Commit`` (a transaction is complete; carries the resume position) and
-``Tick`` (heartbeat; nothing new). It resumes from a :class:`Position` by MariaDB GTID,
-MySQL GTID set, or file/pos; skips the ``skipEvents`` rows events of a split
-transaction that are already stored; stops at ``stop_at`` (``--once``); and turns
-server refusals into PositionError/SourceError. It never reconnects silently: a lost
-connection is a TransientError, so the caller resumes from the last *stored* position.
-
-The native stream (``fastpath.py``) runs when the extension is built; else the library loop
-here. The item types are in ``items.py`` (imported here for the callers that know them so).
+``BinlogReader`` yields capture items (:mod:`items`), in binlog order, from a :class:`Position`:
+it opens the dump connection (:mod:`protocol`: by file/pos, MariaDB GTID or a MySQL GTID set),
+decodes its bytes into :mod:`events` with the native decoder (``sluice_binlog.Stream``) or the
+pure-Python one (:mod:`decoder`), decides each new table map (which tables are stored, and how
+their rows are decoded), and runs the one transaction framer (:mod:`framer`) over the events.
+Prepared XA transactions that the start position holds are read again from their PREPARE groups
+first. It never reconnects silently: a lost connection is a TransientError, so the caller
+resumes from the last *stored* position.
 """
 
 from __future__ import annotations
@@ -20,39 +17,21 @@ from dataclasses import dataclass
 from typing import Any
 
 import pymysql
-from pymysqlreplication import BinLogStreamReader
-from pymysqlreplication.event import (
-    GtidEvent,
-    HeartbeatLogEvent,
-    MariadbAnnotateRowsEvent,
-    MariadbGtidEvent,
-    NotImplementedEvent,
-    QueryEvent,
-    RotateEvent,
-    RowsQueryLogEvent,
-    XAPrepareEvent,
-    XidEvent,
-)
-from pymysqlreplication.row_event import (
-    DeleteRowsEvent,
-    PartialUpdateRowsEvent,
-    TableMapEvent,
-    UpdateRowsEvent,
-    WriteRowsEvent,
-)
 
 from pipeline.config import SourceConfig, TableFilter
-from pipeline.errors import PositionError, TransientError
-from pipeline.source.connect import settings as source_settings
+from pipeline.errors import PositionError, SourceError
 
-from .dml import classify_ddl
-from .fastpath import native_items
-from .items import IGNORED_IN_TX, Begin, Commit, Item, Rows, Statement, Tick, map_error, refuse_event
-from .native import load
+from .decoder import DecodeError, PyStream
+from .events import EVENT_CLASSES, RawRowsEv, TableMapEv, xid_text
+from .framer import Framer
+from .items import Item, Rows, map_error, partial_update
+from .native import load, parse_table_map, plan_for
 from .position import GtidState, Position, binlog_key
+from .protocol import DumpConnection
 from .rowcodec import CodecCache, TableCodec
+from .xa import XaBook, held_origins
 
-_ROWS_KIND = {WriteRowsEvent: "INSERT", UpdateRowsEvent: "UPDATE", DeleteRowsEvent: "DELETE"}
+BATCH_EVENTS = 4096
 
 
 @dataclass(frozen=True)
@@ -64,29 +43,22 @@ class ReaderOptions:
 
 
 class BinlogReader:
-    """Iterate typed capture items from ``start`` (see module docstring)."""
+    """Iterate capture items from ``start`` (see module docstring)."""
 
     def __init__(self, src: SourceConfig, flavor: str, start: Position, opts: ReaderOptions,
-                 codecs: CodecCache | None = None):
+                 codecs: CodecCache | None = None, xa: XaBook | None = None):
         self.src, self.flavor, self.start, self.opts = src, flavor, start, opts
         self.codecs = codecs or CodecCache()
+        self.xa = xa
         self.gtids = GtidState(flavor, start.gtid)
         self.logfile, self.logpos = start.logfile, start.logpos
         self.last_ts: int | None = None
         self.events = 0
-        self._connects = 0
+        self.codecs_by_id: dict[int, TableCodec | None] = {}
+        self.formats: dict[str, int] = {}   # binlog file -> its format description's timestamp
         self._included: dict[tuple[str, str], bool] = {}
-        self._by_table_id: dict[int, TableCodec | None] = {}
-        self.stream: BinLogStreamReader | None = None
-
-    # ---- connection -------------------------------------------------------------
-
-    def _connect(self, **kw: Any) -> pymysql.connections.Connection:
-        self._connects += 1
-        if self._connects > 2:  # the library reconnects on its own; we never resume silently
-            raise TransientError("the binlog connection to the source was lost",
-                                 hint="capture resumes from the last stored position")
-        return pymysql.connect(**kw)
+        self._stream: Any = None
+        self._native = self._checksum = False
 
     def resume_mode(self) -> str:
         """``gtid`` or ``file``: how this reader asks the server for the start."""
@@ -97,26 +69,6 @@ class BinlogReader:
             raise PositionError(f"cannot resume by GTID: the start position {self.start.text()} has no GTID",
                                 hint="set source.resumeBy: file, or set a start position with a GTID")
         return mode
-
-    def _open(self) -> BinLogStreamReader:
-        s = self.src
-        settings = source_settings(s)
-        if self.opts.follow:
-            settings["read_timeout"] = max(30.0, s.heartbeatSeconds * 4)
-        kw: dict[str, Any] = {}
-        if self.resume_mode() == "gtid":
-            kw.update(auto_position=self.start.gtid, is_mariadb=self.flavor == "mariadb",
-                      annotate_rows_event=True)
-        else:
-            kw.update(log_file=self.start.logfile, log_pos=self.start.logpos, resume_stream=True)
-        return BinLogStreamReader(
-            connection_settings=settings, server_id=s.serverId, blocking=self.opts.follow,
-            only_events=[QueryEvent, XidEvent, GtidEvent, TableMapEvent, MariadbGtidEvent, WriteRowsEvent,
-                         UpdateRowsEvent, DeleteRowsEvent, PartialUpdateRowsEvent, RotateEvent, HeartbeatLogEvent,
-                         MariadbAnnotateRowsEvent, RowsQueryLogEvent, NotImplementedEvent, XAPrepareEvent],
-            filter_non_implemented_events=False, freeze_schema=False, enable_logging=False,
-            slave_heartbeat=s.heartbeatSeconds if self.opts.follow else None,
-            pymysql_wrapper=self._connect, **kw)
 
     def included(self, database: str, table: str) -> bool:
         key = (database, table)
@@ -132,111 +84,99 @@ class BinlogReader:
         if stop is not None and not self.start.skip_events and \
                 binlog_key(self.start.logfile, self.start.logpos) >= binlog_key(stop.logfile, stop.logpos):
             return
-        native = load()
-        if native is not None:
-            yield from native_items(self, native, stop)
-            return
-        self.stream = stream = self._open()
+        if self.xa is None:
+            self.xa = self.prepared_book()
+        yield from self._read(Framer(self, self.xa))
+
+    def _read(self, framer: Framer) -> Iterator[Item]:
+        dump = DumpConnection(self.src, self.flavor, self.start, mode=self.resume_mode(), follow=self.opts.follow)
         try:
-            yield from self._items(stream, stop)
+            dump.open()
         except pymysql.err.MySQLError as e:
             raise map_error(e, self.start) from None
-        finally:
-            stream.close()
+        mod = load()
+        self._native, self._checksum = mod is not None, dump.checksum
+        self._stream = stream = mod.Stream(dump.checksum, EVENT_CLASSES) if mod else PyStream(dump.checksum)
 
-    def _items(self, stream: BinLogStreamReader, stop: Position | None) -> Iterator[Item]:
-        skip = self.start.skip_events
-        first_tx = True
-        tx_open = explicit = False
-        tx_gtid: str | None = None
-        tx_events = 0
-        sql = ""
-        stop_key = binlog_key(stop.logfile, stop.logpos) if stop is not None else None
-        for ev in stream:
-            self.events += 1
-            w = ev.packet
-            cls = type(ev)
-            ts = ev.timestamp
-            if ts:
-                self.last_ts = ts
-            logfile = stream.log_file or self.logfile
-            start_pos = w.log_pos - w.event_size if w.log_pos else 0
-            kind = _ROWS_KIND.get(cls)
-            if kind is not None:
-                if not tx_open:
-                    tx_open = explicit = True
-                    tx_gtid = None
-                    yield Begin(None, logfile, start_pos, self.gtids.text(), ts * 1000)
-                tx_events += 1
-                if first_tx and tx_events <= skip:
-                    continue
-                codec = self._by_table_id.get(ev.table_id)
-                if codec is None:
-                    continue
-                pk = w.packet
-                buf, pos = pk._data, pk._position
-                end = pos + ev.event_size - w.read_bytes
-                if kind == "UPDATE":
-                    rows = codec.decode_rows(buf, pos, end, ev.columns_present_bitmap, ev.columns_present_bitmap2)
+        def batches() -> Iterator[list]:
+            while True:
+                try:
+                    events = stream.items(BATCH_EVENTS)
+                except (ValueError, DecodeError) as e:
+                    raise SourceError(f"{self.logfile}: the binlog stream cannot be decoded after "
+                                      f"{self.logfile}:{self.logpos}: {e}") from None
+                if events:
+                    yield events
                 else:
-                    rows = codec.decode_rows(buf, pos, end, ev.columns_present_bitmap)
-                yield Rows(kind, codec, rows, sql, logfile, start_pos, ts * 1000, tx_events, end - pos)
-            elif cls is TableMapEvent:
-                self._by_table_id[ev.table_id] = (self.codecs.for_table_map(ev)
-                                                  if self.included(ev.schema, ev.table) else None)
-            elif cls is XidEvent:
-                yield from self._commit(tx_gtid, logfile, w.log_pos, ts)
-                tx_open = explicit = False
-                tx_gtid, tx_events, sql, first_tx = None, 0, "", False
-                if stop_key is not None and binlog_key(logfile, w.log_pos) >= stop_key:
-                    return
-            elif cls is QueryEvent:
-                q = ev.query.strip()
-                head = q[:12].upper()
-                if head.startswith("BEGIN"):
-                    if not tx_open:
-                        tx_gtid = None
-                        yield Begin(None, logfile, start_pos, self.gtids.text(), ts * 1000)
-                    tx_open = explicit = True
-                    continue
-                if explicit and not (head.startswith("COMMIT") or head == "ROLLBACK"):
-                    schema = ev.schema.decode() if isinstance(ev.schema, bytes) else ev.schema
-                    if not head.startswith(IGNORED_IN_TX) and self.included(schema, ""):
-                        yield Statement("QUERY", schema, "", False, q, logfile, start_pos, ts * 1000)
-                    continue
-                if not (head.startswith("COMMIT") or head == "ROLLBACK"):  # DDL: a transaction of its own
-                    if not tx_open:
-                        tx_gtid = None
-                        yield Begin(None, logfile, start_pos, self.gtids.text(), ts * 1000)
-                    schema = ev.schema.decode() if isinstance(ev.schema, bytes) else ev.schema
-                    dkind, db, table, is_ddl = classify_ddl(q, schema)
-                    if self.included(db, table) if table else self.included(db, ""):
-                        yield Statement(dkind, db, table, is_ddl, q, logfile, start_pos, ts * 1000)
-                    if dkind in ("ALTER", "ERASE", "RENAME", "CREATE", "TRUNCATE"):
-                        self._by_table_id.clear()
-                yield from self._commit(tx_gtid, logfile, w.log_pos, ts)
-                tx_open = explicit = False
-                tx_gtid, tx_events, sql, first_tx = None, 0, "", False
-                if stop_key is not None and binlog_key(logfile, w.log_pos) >= stop_key:
-                    return
-            elif cls is MariadbGtidEvent or cls is GtidEvent:
-                tx_gtid = ev.gtid
-                tx_open = True
-                explicit = cls is MariadbGtidEvent and not (ev.flags & 1)  # FL_STANDALONE: no BEGIN/COMMIT
-                yield Begin(tx_gtid, logfile, start_pos, self.gtids.text(), ts * 1000)
-            elif cls is MariadbAnnotateRowsEvent:
-                sql = ev.sql_statement.decode("utf-8", "replace")
-            elif cls is RowsQueryLogEvent:
-                sql = ev.query if isinstance(ev.query, str) else ev.query.decode("utf-8", "replace")
-            elif cls is HeartbeatLogEvent:
-                if not tx_open and stop_key is not None and binlog_key(logfile, self.logpos) >= stop_key:
-                    return
-                yield Tick(None)
-            elif cls is NotImplementedEvent or cls is PartialUpdateRowsEvent or cls is XAPrepareEvent:
-                refuse_event(ev.event_type, logfile, start_pos)
+                    stream.feed(dump.read())
+        try:
+            yield from framer.run(batches())
+        finally:
+            dump.close()
 
-    def _commit(self, gtid: str | None, logfile: str, next_pos: int, ts: int) -> Iterator[Item]:
-        if gtid:
-            self.gtids.add(gtid)
-        self.logfile, self.logpos = logfile, next_pos
-        yield Commit(logfile, next_pos, self.gtids.text(), ts * 1000)
+    # ---- what the framer asks of the reader ------------------------------------------
+
+    def table_map(self, ev: TableMapEv) -> None:
+        """Decide a table map whose bytes are new for its table id."""
+        tm = parse_table_map(ev.packet, self.flavor, self._checksum)
+        name = f"{tm.schema}.{tm.table}"
+        if not self.included(tm.schema, tm.table):
+            self.codecs_by_id[ev.table_id] = None
+            self._stream.set_table(ev.table_id, 0, name)
+            return
+        codec = self.codecs.for_table_map(tm)
+        self.codecs_by_id[ev.table_id] = codec
+        plan = plan_for(codec) if self._native else None
+        if plan is None:
+            self._stream.set_table(ev.table_id, 2, name)
+        else:
+            self._stream.set_table(ev.table_id, 1, name, plan[0], plan[1])
+
+    def rows_item(self, ev: Any, codec: TableCodec, kind: str, sql: str, logfile: str, event_no: int) -> Rows:
+        """The capture item of one rows event of a stored table."""
+        if type(ev) is not RawRowsEv:
+            return Rows(kind, codec, None, sql, logfile, ev.start, ev.ts * 1000, event_no, ev.size, ev.data, ev.old,
+                        ev.nrows)
+        rows = codec.decode_rows(ev.rows, 0, len(ev.rows), ev.present, ev.present2, ev.partial_json,
+                                 where=f"{logfile}:{ev.start}")
+        full = codec.full_bitmap()
+        if ev.present == full and (ev.present2 is None or ev.present2 == full):
+            return Rows(kind, codec, rows, sql, logfile, ev.start, ev.ts * 1000, event_no, len(ev.rows))
+        partial = (codec.present_names(ev.present), codec.present_names(ev.present2 or ev.present))
+        if ev.present2 is not None:
+            rows = [partial_update(before, after) for before, after in rows]
+        return Rows(kind, codec, rows, sql, logfile, ev.start, ev.ts * 1000, event_no, len(ev.rows),
+                    partial=partial)
+
+    def on_format(self, ev: Any, logfile: str) -> None:
+        """A binlog file's format description (its timestamp identifies the file)."""
+        if ev.start == 4 or not self.formats.get(logfile):
+            self.formats[logfile] = ev.ts
+
+    # ---- prepared XA transactions ---------------------------------------------------
+
+    def prepared_book(self) -> XaBook:
+        """The prepared XA transactions the start position holds, read again from the binlog."""
+        book = XaBook()
+        for xid, origin in held_origins(self.start.xa):
+            book.prepared[xid] = self._reread(xid, origin)
+        book._refresh()
+        return book
+
+    def _reread(self, xid: bytes, origin: dict[str, Any]):
+        start = Position(origin["logfile"], origin["logpos"], origin.get("gtid"))
+        sub = BinlogReader(self.src, self.flavor, start,
+                           ReaderOptions(follow=False, resume_by="file", filter=self.opts.filter),
+                           self.codecs, XaBook())
+        items = sub._read(Framer(sub, sub.xa))
+        try:
+            for _item in items:
+                if xid in sub.xa.prepared:
+                    return sub.xa.prepared[xid]
+                if binlog_key(sub.logfile, sub.logpos) > binlog_key(start.logfile, start.logpos):
+                    break  # a whole transaction went by: the PREPARE group is not where the position says
+        finally:
+            items.close()
+        raise PositionError(f"the stored position holds prepared XA transaction {xid_text(xid)} from "
+                            f"{start.logfile}:{start.logpos}, but its XA PREPARE is not there",
+                            hint="the binlog there was purged or replaced; take a new snapshot")

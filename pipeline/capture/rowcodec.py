@@ -16,6 +16,7 @@ from pymysqlreplication.constants import FIELD_TYPE as T
 from pipeline.errors import SourceError
 
 from .columns import ColumnSpec, spec_from_library
+from .jsondiff import apply_diffs
 from .values import Decoder
 
 Row = dict[str, str | None]
@@ -49,6 +50,16 @@ class TableCodec:
                    sql_type={c.name: c.sql_type() for c in specs},
                    row_overhead=sum(len(c.name) + 6 for c in specs) + 2)
 
+    def full_bitmap(self) -> bytes:
+        """The columns-present bitmap of a whole row image."""
+        n = len(self.columns)
+        return ((1 << n) - 1).to_bytes((n + 7) // 8, "little")
+
+    def present_names(self, present: bytes) -> list[str]:
+        """The names of the columns a columns-present bitmap marks."""
+        bits = int.from_bytes(present, "little")
+        return [c.name for i, c in enumerate(self.columns) if bits >> i & 1]
+
     def plan(self, present: bytes) -> tuple[int, tuple[tuple[str, Decoder], ...]]:
         """(null-bitmap bytes, ((name, decoder), ...)) for a columns-present bitmap."""
         p = self._plans.get(present)
@@ -60,8 +71,11 @@ class TableCodec:
         return p
 
     def decode_rows(self, buf: bytes, pos: int, end: int, present: bytes,
-                    present2: bytes | None = None) -> list[Any]:
-        """Rows of one event body ``buf[pos:end]``: dicts, or (before, after) pairs for UPDATE."""
+                    present2: bytes | None = None, partial_json: bool = False, where: str = "") -> list[Any]:
+        """Rows of one event body ``buf[pos:end]``: dicts, or (before, after) pairs for UPDATE.
+        ``partial_json``: a MySQL partial update (after images with value options, :mod:`jsondiff`)."""
+        if partial_json:
+            return self._partial_rows(buf, pos, end, present, present2 or present, where)
         nb, cols = self.plan(present)
         if present2 is None:
             out: list[Any] = []
@@ -76,6 +90,56 @@ class TableCodec:
             after, pos = _decode_row(buf, pos, nb2, cols2)
             pairs.append((before, after))
         return pairs
+
+    def _partial_rows(self, buf: bytes, pos: int, end: int, present: bytes, present2: bytes,
+                      where: str) -> list[Any]:
+        """(before, after) pairs of a partial update: each after image starts with its value options
+        (bit 1: some JSON columns hold a diff, marked in a bitmap over the table's JSON columns)."""
+        nb, cols = self.plan(present)
+        nb2, cols2 = self.plan(present2)
+        json_no = {c.name: i for i, c in enumerate(c for c in self.columns if c.type == T.JSON)}
+        nbits = (len(json_no) + 7) // 8
+        pairs: list[Any] = []
+        while pos < end:
+            before, pos = _decode_row(buf, pos, nb, cols)
+            options, pos = _packed(buf, pos)
+            partial = 0
+            if options & 1:
+                partial = int.from_bytes(buf[pos:pos + nbits], "little")
+                pos += nbits
+            if not partial:
+                after, pos = _decode_row(buf, pos, nb2, cols2)
+                pairs.append((before, after))
+                continue
+            nulls = int.from_bytes(buf[pos:pos + nb2], "little")
+            pos += nb2
+            after: Row = {}
+            for j, (name, dec) in enumerate(cols2):
+                if nulls >> j & 1:
+                    after[name] = None
+                elif name in json_no and partial >> json_no[name] & 1:
+                    n = int.from_bytes(buf[pos:pos + 4], "little")
+                    if name not in before:
+                        raise SourceError(f"{where}: a partial JSON update of {self.database}.{self.table}."
+                                          f"{name} whose before image lacks the column (binlog_row_image is not "
+                                          "FULL in the writing session): the new document is not in the binlog",
+                                          hint="set binlog_row_image=FULL and binlog_row_value_options='' on the "
+                                          "source, then repair the table (sluice repair)")
+                    after[name] = apply_diffs(before[name], buf[pos + 4:pos + 4 + n], where,
+                                              f"{self.database}.{self.table}.{name}")
+                    pos += 4 + n
+                else:
+                    after[name], pos = dec(buf, pos)
+            pairs.append((before, after))
+        return pairs
+
+
+def _packed(b: bytes, pos: int) -> tuple[int, int]:
+    first = b[pos]
+    if first <= 250:
+        return first, pos + 1
+    n = {252: 2, 253: 3, 254: 8}[first]
+    return int.from_bytes(b[pos + 1:pos + 1 + n], "little"), pos + 1 + n
 
 
 def _decode_row(buf: bytes, pos: int, nb: int, cols: tuple[tuple[str, Decoder], ...]) -> tuple[Row, int]:

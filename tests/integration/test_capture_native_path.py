@@ -1,7 +1,8 @@
-"""The native path and the library path store the same records for the same binlog range.
+"""The native decoder and the pure-Python one store the same records for the same binlog range.
 
-``SLUICE_CAPTURE_NATIVE=0`` runs capture on python-mysql-replication's stream and the Python
-decoders (the fallback where the extension is not built); by default the native stream runs.
+``SLUICE_CAPTURE_NATIVE=0`` runs capture on the pure-Python decoder (``pipeline/capture/decoder.py``,
+the fallback where the extension is not built); by default the native one runs. Both feed the
+same transaction framer.
 Over every type and edge value (the type test's table), DDL, UPDATEs and DELETEs, and a
 sysbench workload with a split transaction, both stores must hold identical records apart
 from capture time; and a table with a column only Python decodes (here: a ``gbk`` column)
@@ -41,7 +42,7 @@ def _capture(config: str, start: dict, tmp: Path, name: str, monkeypatch, native
     return all_records(str(loaded.store_dir()))
 
 
-def test_native_and_library_paths_store_the_same_records(mariadb, tmp_path, monkeypatch):
+def test_native_and_python_decoders_store_the_same_records(mariadb, tmp_path, monkeypatch):
     database = f"cap_paths_{uuid.uuid4().hex[:8]}"
     config = write_config(mariadb, tmp_path, f"{database}\\..*", max_rows=150)
     sysbench.create_database(mariadb, database)
@@ -64,7 +65,7 @@ def test_native_and_library_paths_store_the_same_records(mariadb, tmp_path, monk
         sysbench.prepare(mariadb, database, tables=2, table_size=400, create=False)
         sysbench.run(mariadb, database, seconds=2, threads=2, tables=2, table_size=400)
         fast = _capture(config, start, tmp_path, "native", monkeypatch, True)
-        slow = _capture(config, start, tmp_path, "library", monkeypatch, False)
+        slow = _capture(config, start, tmp_path, "python", monkeypatch, False)
     finally:
         sysbench.drop_database(mariadb, database)
     assert len(fast) > 100

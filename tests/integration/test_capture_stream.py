@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from pipeline.capture import run_capture
+from pipeline.capture.items import Rows
 from pipeline.capture.position import Position
-from pipeline.capture.reader import BinlogReader, ReaderOptions, Rows
+from pipeline.capture.reader import BinlogReader, ReaderOptions
 from pipeline.config import load_config
 from pipeline.errors import CorruptBatchError, PositionError
 from pipeline.store import BatchStore

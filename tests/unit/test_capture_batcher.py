@@ -6,8 +6,8 @@ from pymysqlreplication.constants import FIELD_TYPE as T
 
 from pipeline.capture.batcher import Batcher
 from pipeline.capture.columns import ColumnSpec
+from pipeline.capture.items import Begin, Commit, Rows, Statement, Tick
 from pipeline.capture.position import Position
-from pipeline.capture.reader import Begin, Commit, Rows, Statement, Tick
 from pipeline.capture.rowcodec import TableCodec
 from pipeline.config import BatchLimits
 from pipeline.store import BatchStore

@@ -19,7 +19,9 @@ from pymysqlreplication.constants import FIELD_TYPE as T
 
 from pipeline.capture import native
 from pipeline.capture.columns import ColumnSpec
+from pipeline.capture.decoder import PyStream
 from pipeline.capture.dml import rows_records
+from pipeline.capture.events import EVENT_CLASSES, RawRowsEv, RowsEv, TableMapEv, XidEv
 from pipeline.capture.rowcodec import TableCodec
 from tests.support.prereq import missing
 
@@ -171,22 +173,26 @@ def test_rows_events_match_the_python_codec(kind, rows, present, present2):
         if kind == 24:
             images += _row_image(after, cols2)
     body = (7).to_bytes(6, "little") + b"\0\0" + b"\x05" + bitmap + (bitmap2 if kind == 24 else b"") + images
-    stream = mod.Stream(True)
-    stream.feed(_packet(19, (7).to_bytes(6, "little") + b"layout") + _packet(kind, body))
-    (table_map,) = stream.items(10)
-    assert table_map[0] == 3 and table_map[1] == 7 and stream.waiting_for() == 7
-    ops, keys = native.plan_for(CODEC)
-    stream.set_table(7, 1, "db.t", ops, keys)
-    (item,) = stream.items(10)
-    assert item[0] == 0 and item[6] == len(rows)
     kind_name = {23: "INSERT", 24: "UPDATE", 25: "DELETE"}[kind]
     py_rows = CODEC.decode_rows(images, 0, len(images), bitmap, bitmap2 if kind == 24 else None)
     want = rows_records(kind_name, CODEC, py_rows, "", 0, 0, None, "", 0, 0)
-    assert json.loads(item[7]) == want["data"]
-    assert (json.loads(item[8]) if item[8] is not None else None) == want["old"]
-    # the same table map bytes again: nothing to decide, no item
-    stream.feed(_packet(19, (7).to_bytes(6, "little") + b"layout"))
-    assert stream.items(10) == [] and stream.waiting_for() is None
+    for stream in (mod.Stream(True, EVENT_CLASSES), PyStream(True)):  # both decoders, the same events
+        stream.feed(_packet(19, (7).to_bytes(6, "little") + b"layout") + _packet(kind, body))
+        (table_map,) = stream.items(10)
+        assert type(table_map) is TableMapEv and table_map.table_id == 7 and stream.waiting_for() == 7
+        ops, keys = native.plan_for(CODEC)
+        stream.set_table(7, 1, "db.t", ops, keys)
+        (item,) = stream.items(10)
+        assert item.present == bitmap and item.present2 == (bitmap2 if kind == 24 else None)
+        if type(item) is RowsEv:
+            assert item.nrows == len(rows)
+            assert json.loads(item.data) == want["data"]
+            assert (json.loads(item.old) if item.old is not None else None) == want["old"]
+        else:
+            assert type(item) is RawRowsEv and item.rows == images and not item.partial_json
+        # the same table map bytes again: nothing to decide, no item
+        stream.feed(_packet(19, (7).to_bytes(6, "little") + b"layout"))
+        assert stream.items(10) == [] and stream.waiting_for() is None
 
 
 def _split_packets(payload: bytes) -> bytes:
@@ -211,7 +217,7 @@ def test_an_event_over_16_mb_fed_in_odd_pieces():
     event = struct.pack("<IBIII", 1700000000, 23, 1, 19 + len(body) + 4, 99)[:17] + b"\0\0" + body + b"\0" * 4
     raw = (_packet(19, (3).to_bytes(6, "little") + b"two columns") + _split_packets(b"\x00" + event)
            + _packet(16, b"\0" * 8, 2000))
-    stream = mod.Stream(True)
+    stream = mod.Stream(True, EVENT_CLASSES)
     items, at, step = [], 0, 1
     while at < len(raw):
         stream.feed(raw[at:at + step])
@@ -222,9 +228,9 @@ def test_an_event_over_16_mb_fed_in_odd_pieces():
             if not got:
                 break
             items += got
-            if got[-1][0] == 3:
+            if type(got[-1]) is TableMapEv:
                 ops, keys = native.plan_for(codec)
                 stream.set_table(3, 1, "db.t", ops, keys)
-    assert [i[0] for i in items] == [3, 0, 5]
-    rows = json.loads(items[1][7])
-    assert rows == [{"id": "9", "b": blob.decode("latin-1")}] and items[2][3] == 2000
+    assert [type(i) for i in items] == [TableMapEv, RowsEv, XidEv]
+    rows = json.loads(items[1].data)
+    assert rows == [{"id": "9", "b": blob.decode("latin-1")}] and items[2].next == 2000
