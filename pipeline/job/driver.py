@@ -31,12 +31,14 @@ from pipeline.job.definitions import source_time_zone, with_like_definition
 from pipeline.job.group import GroupPlan, load_group
 from pipeline.job.partition import JobContext, apply_function
 from pipeline.job.plan import partitioned_changes, segments
+from pipeline.job.refusals import Refusal, find, refusal_error
 from pipeline.job.rounds import RoundSizer, follower_error, follower_of, units
 from pipeline.job.schema import RESULT_SCHEMA
 from pipeline.job.session import codegen_for_round
 from pipeline.logs import get_logger
 from pipeline.store import ChangeLog, open_store
 from pipeline.store.deadletter import DeadLetterStore
+from pipeline.store.waivers import waivers
 
 log = get_logger("sync")
 #: DDL epochs of this driver process: every sync starts a new one, and so does every DDL it
@@ -138,6 +140,7 @@ def run_sync(cfg: Config, group_id: str, spark: SparkSession, *, max_batches: in
         lineage = {"scope": store.scope(group_id), "generation": generation, "recaptures": recaptures}
         keys = plan.key_plan()
         rounds = 0
+        found_waivers = waivers(store.root)
         while max_rounds is None or done < max_rounds:
             if done and not follower and (holder := follower_of(store, group_id)) is not None:
                 summary.yielded_to = holder.describe()
@@ -151,6 +154,10 @@ def run_sync(cfg: Config, group_id: str, spark: SparkSession, *, max_batches: in
             if n < len(batches):
                 store.rollback(group_id)
                 batches = store.get(group_id, n)
+            records = store.ddl_records(batches)
+            if records is not None:  # a refused change in a later batch: this round ends before it
+                batches = _before_refusal(batches, records, plan, found_waivers)
+                records = [r for r in records if r["batchId"] <= batches[-1].batch_id]
             size, tr = units(batches), time.monotonic()
             sizer.begin(size)
             ids = [b.batch_id for b in batches]
@@ -162,7 +169,7 @@ def run_sync(cfg: Config, group_id: str, spark: SparkSession, *, max_batches: in
             in_order = store.in_order(batches)
             if changes.dropped:  # acked without being applied: counted for the summary
                 mapped.count_skipped(dml, changes.dropped, summary.unmapped)
-            barriers, ddl_positions = _barriers(store, batches, dml, plan)
+            barriers, ddl_positions = _barriers(store, batches, dml, plan, records, found_waivers)
             cuts = segments(barriers)
             if len(cuts) > 1:
                 dml = dml.persist()  # read once, cut several times
@@ -181,6 +188,8 @@ def run_sync(cfg: Config, group_id: str, spark: SparkSession, *, max_batches: in
                         if round_dir is not None:  # later segments wait behind these keys too
                             blocked = blocked | {(e["mapping"], e["table"], e["key"])
                                                  for e in dead.round_entries(round_dir)}
+                    if isinstance(seg.ddl, Refusal):
+                        raise refusal_error(seg.ddl, plan, seg.ddl.seq[0])
                     if seg.ddl is not None:
                         _pause_before_ddl()
                         _apply_ddl(plan, seg.ddl, lineage["scope"], charsets)
@@ -304,27 +313,47 @@ def _count_in(seg, positions: list[tuple[int, int]]) -> int:
     return sum(1 for p in positions if _inside(seg, p))
 
 
-def _barriers(store: ChangeLog, batches, dml, plan: GroupPlan
-              ) -> tuple[list[DdlChange], list[tuple[int, int]]]:
-    """DDL lines that concern a mapping of the group, in order (DML around them is cut), and
-    the positions of every DDL line (to skip segments that hold no DML at all).
+def _barriers(store: ChangeLog, batches, dml, plan: GroupPlan, rows: list[dict] | None = None,
+              found_waivers: dict | None = None) -> tuple[list, list[tuple[int, int]]]:
+    """The barriers of the round, in order: DDL lines that concern a mapping of the group (DML around
+    them is cut), and the first change the group refuses (:mod:`pipeline.job.refusals`), after which
+    nothing is applied; and the positions of every line that holds no rows (to skip segments that
+    hold no DML at all).
 
-    The batch metadata lists each batch's DDL seqs, so only batches that have DDL are read
-    (on the driver); a store written before that was recorded is scanned with Spark.
+    The batch metadata lists each batch's barrier seqs, so only batches that have them are read
+    (on the driver); a store written before that was recorded is scanned with Spark (DDL only).
     """
-    rows = store.ddl_records(batches)
     if rows is None:
         rows = [r.asDict() for r in (dml.where(F.coalesce(F.col("isDdl"), F.lit(False)))
                                      .select("batchId", "seq", "database", "table", "type", "sql", "es")
                                      .orderBy("batchId", "seq").collect())]
     out, positions = [], []
     for r in rows:
+        if r.get("isDdl") is False:  # a statement-format write or a partial row image
+            if not r.get("partial"):
+                positions.append((r["batchId"], r["seq"]))
+            refusal = find(r, plan, found_waivers or {})
+            if refusal is not None:
+                out.append(refusal)
+                break
+            continue
         positions.append((r["batchId"], r["seq"]))
         ddl = DdlChange(r.get("type") or "QUERY", r.get("database") or "", r.get("table") or "", r.get("sql") or "",
                         (r["batchId"], r["seq"], 0), int(r.get("es") or 0))
         if plan.mappings_for(ddl.database, ddl.table):
             out.append(ddl)
     return out, positions
+
+
+def _before_refusal(batches: list, records: list[dict], plan: GroupPlan, found_waivers: dict) -> list:
+    """The round's batches, ending before the batch of the first refused change when that is not the
+    first batch (so everything before it is applied and acked; the next round stops inside it)."""
+    for r in records:
+        if r.get("isDdl") is False and find(r, plan, found_waivers) is not None:
+            if r["batchId"] > batches[0].batch_id:
+                return [b for b in batches if b.batch_id < r["batchId"]]
+            break
+    return batches
 
 
 def _run_segment(spark, dml, seg, plan: GroupPlan, ctx: JobContext, nparts: int, summary: SyncSummary,
