@@ -111,11 +111,20 @@ class Framer:
                         hold.append(item)
                     else:
                         yield item
-                elif cls is XidEv or cls is QueryEv:
+                elif cls is XidEv or cls is QueryEv or cls is XaPrepareEv:
                     ts, start, nxt = ev.ts, ev.start, ev.next
                     if ts:
                         r.last_ts = ts
-                    if cls is QueryEv:
+                    if cls is XaPrepareEv:  # the end of an XA transaction's PREPARE group
+                        if not ev.one_phase:
+                            if hold is None:
+                                raise SourceError(f"{self.logfile}:{start}: XA PREPARE of {xid_text(ev.xid)} ends "
+                                                  "a transaction that did not start as an XA transaction",
+                                                  hint="this binlog is not one capture understands; report it")
+                            xa.prepare(ev.xid, hold, origin)
+                        elif hold:  # XA COMMIT ... ONE PHASE: commit what was collected
+                            yield from hold
+                    elif cls is QueryEv:
                         q = ev.query.decode("utf-8", "backslashreplace").strip()
                         head = q[:12].upper()
                         if head.startswith("BEGIN") or head.startswith("XA START") or head.startswith("XA BEGIN"):
@@ -180,27 +189,6 @@ class Framer:
                     r.table_map(ev)
                 elif cls is AnnotateEv:
                     sql = ev.sql.decode("utf-8", "replace")
-                elif cls is XaPrepareEv:
-                    ts, nxt = ev.ts, ev.next
-                    if ts:
-                        r.last_ts = ts
-                    if not ev.one_phase:
-                        if hold is None:
-                            raise SourceError(f"{self.logfile}:{ev.start}: XA PREPARE of {xid_text(ev.xid)} ends a "
-                                              "transaction that did not start as an XA transaction",
-                                              hint="this binlog is not one capture understands; report it")
-                        xa.prepare(ev.xid, hold, origin)
-                    elif hold:  # XA COMMIT ... ONE PHASE: commit what was collected
-                        yield from hold
-                    if tx_gtid:
-                        gtids.add(tx_gtid)
-                    r.logfile, r.logpos = self.logfile, nxt
-                    yield Commit(self.logfile, nxt, gtids.text(), ts * 1000, xa.held())
-                    tx_open = explicit = False
-                    hold = None
-                    tx_gtid, tx_events, sql, first_tx = None, 0, "", False
-                    if stop_key is not None and binlog_key(self.logfile, nxt) >= stop_key:
-                        return
                 elif cls is RotateEv:
                     self.logfile = ev.file
                 elif cls is HeartbeatEv:

@@ -19,6 +19,7 @@ from pymysqlreplication.json_binary import parse_json
 
 from pipeline.errors import SourceError
 
+from .decoder import lenenc
 from .values import _jsonable
 
 REPLACE, INSERT, REMOVE = 0, 1, 2
@@ -29,18 +30,6 @@ class DiffError(ValueError):
     """A JSON diff that is malformed or does not fit its document."""
 
 
-def _packed(b: bytes, pos: int) -> tuple[int, int]:
-    if pos >= len(b):
-        raise DiffError("truncated JSON diff")
-    first = b[pos]
-    if first <= 250:
-        return first, pos + 1
-    n = {252: 2, 253: 3, 254: 8}.get(first)
-    if n is None:
-        raise DiffError("bad length in JSON diff")
-    return int.from_bytes(b[pos + 1:pos + 1 + n], "little"), pos + 1 + n
-
-
 def parse_diffs(data: bytes) -> list[tuple[int, str, Any]]:
     """(operation, path, value) of one column's diff vector (without its 4-byte length)."""
     out, pos = [], 0
@@ -48,12 +37,12 @@ def parse_diffs(data: bytes) -> list[tuple[int, str, Any]]:
         op = data[pos]
         if op > REMOVE:
             raise DiffError(f"unknown JSON diff operation {op}")
-        n, pos = _packed(data, pos + 1)
+        n, pos = lenenc(data, pos + 1)
         path = data[pos:pos + n].decode("utf-8")
         pos += n
         value = None
         if op != REMOVE:
-            n, pos = _packed(data, pos)
+            n, pos = lenenc(data, pos)
             raw = data[pos:pos + n]
             if len(raw) < n or not raw:
                 raise DiffError("truncated JSON diff value")

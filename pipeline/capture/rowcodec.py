@@ -16,6 +16,7 @@ from pymysqlreplication.constants import FIELD_TYPE as T
 from pipeline.errors import SourceError
 
 from .columns import ColumnSpec, spec_from_library
+from .decoder import lenenc
 from .jsondiff import apply_diffs
 from .values import Decoder
 
@@ -50,10 +51,11 @@ class TableCodec:
                    sql_type={c.name: c.sql_type() for c in specs},
                    row_overhead=sum(len(c.name) + 6 for c in specs) + 2)
 
-    def full_bitmap(self) -> bytes:
-        """The columns-present bitmap of a whole row image."""
-        n = len(self.columns)
-        return ((1 << n) - 1).to_bytes((n + 7) // 8, "little")
+    def whole(self, present: bytes) -> bool:
+        """True if a columns-present bitmap marks every column (bits past the last are ignored:
+        MySQL sets them)."""
+        full = (1 << len(self.columns)) - 1
+        return int.from_bytes(present, "little") & full == full
 
     def present_names(self, present: bytes) -> list[str]:
         """The names of the columns a columns-present bitmap marks."""
@@ -102,7 +104,7 @@ class TableCodec:
         pairs: list[Any] = []
         while pos < end:
             before, pos = _decode_row(buf, pos, nb, cols)
-            options, pos = _packed(buf, pos)
+            options, pos = lenenc(buf, pos)
             partial = 0
             if options & 1:
                 partial = int.from_bytes(buf[pos:pos + nbits], "little")
@@ -132,14 +134,6 @@ class TableCodec:
                     after[name], pos = dec(buf, pos)
             pairs.append((before, after))
         return pairs
-
-
-def _packed(b: bytes, pos: int) -> tuple[int, int]:
-    first = b[pos]
-    if first <= 250:
-        return first, pos + 1
-    n = {252: 2, 253: 3, 254: 8}[first]
-    return int.from_bytes(b[pos + 1:pos + 1 + n], "little"), pos + 1 + n
 
 
 def _decode_row(buf: bytes, pos: int, nb: int, cols: tuple[tuple[str, Decoder], ...]) -> tuple[Row, int]:
