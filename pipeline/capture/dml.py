@@ -96,8 +96,12 @@ def statement_record(kind: str, database: str, table: str, is_ddl: bool, sql: st
 
 # ---- encoded records: what the batcher hands to the store (BatchStore.append_lines) ----------
 
-def _j(value: Any) -> bytes:
+def json_text(value: Any) -> bytes:
+    """Compact JSON as the records hold it."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+
+
+_j = json_text
 
 
 def table_json(codec: TableCodec) -> tuple[bytes, bytes]:

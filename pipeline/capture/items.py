@@ -145,12 +145,14 @@ Item = Begin | Rows | Statement | Savepoint | RollbackTo | Commit | Tick
 
 
 def partial_update(before: dict, after: dict) -> tuple[dict, dict]:
-    """(before, after) of an UPDATE whose images lack columns, as the Dml record carries them:
+    """(data, old) of one UPDATE row whose images lack columns, as the Dml record carries them:
     ``data`` is the after image plus the before image's columns the after image lacks (MINIMAL:
-    the key, unchanged), and ``old`` only the changes the images show (a column only the after
-    image has changed from a value the binlog does not give)."""
+    the key, unchanged); ``old`` holds the changes the images show, and every column only the
+    after image has, with null: the statement set it, from a value the binlog does not give (the
+    record's ``partial`` member says which columns each image had)."""
     data = {**{k: v for k, v in before.items() if k not in after}, **after}
-    return {**data, **{k: v for k, v in before.items() if k in after and after[k] != v}}, data
+    old = {k: (before[k] if k in before else None) for k, v in after.items() if k not in before or before[k] != v}
+    return data, old
 
 
 def refuse_event(event_type: int, logfile: str, pos: int) -> None:
