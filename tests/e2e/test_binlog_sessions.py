@@ -24,7 +24,7 @@ from pipeline.store import open_store
 from pipeline.store.waivers import add_waiver
 from tests.support import sysbench
 from tests.support.compare import diff_databases
-from tests.support.deploy import rdb_adapter, sluice, write_deployment
+from tests.support.deploy import mirror_groups, sluice, write_deployment
 
 GROUPS = {"g1": 1, "g4": 4}
 
@@ -34,15 +34,7 @@ def mirror(tmp_path_factory, mariadb, mariadb_target):
     tmp = tmp_path_factory.mktemp("sessions")
     db = f"ses_{uuid.uuid4().hex[:6]}"
     other = f"{db}_other"
-    groups, mappings = [], {}
-    for g in GROUPS:
-        tdb = f"{db}_{g}"
-        sysbench.create_database(mariadb_target, tdb)
-        mappings[f"{g}/mirror.yml"] = {"dataSourceKey": "defaultDS", "destination": db, "groupId": g,
-                                       "outerAdapterKey": g, "dbMapping": {"mirrorDb": True, "database": db,
-                                                                           "targetDb": tdb}}
-        groups.append({"groupId": g, "outerAdapters": [rdb_adapter(mariadb_target, g, tdb)],
-                       "mappings": [f"mappings/{g}/*.yml"]})
+    groups, mappings = mirror_groups(mariadb_target, db, GROUPS)
     cfg = write_deployment(tmp, mariadb, name=db, include=rf"{db}.*\..*", groups=groups, mappings=mappings)
     sluice("capture", "--config", str(cfg), "--once")
     sysbench.create_database(mariadb, db)
@@ -161,4 +153,31 @@ def test_what_the_binlog_does_not_describe_stops_the_group_by_name(mirror, maria
         assert f"sluice repair --config {m['cfg']} --group g1 --table {m['db']}.{table}" in err, err
         assert "Traceback" not in err
     _repair_by_hand(m, mariadb, mariadb_target, table)
+    _converged(m, mariadb, mariadb_target)
+
+
+def test_xa_savepoints_and_compressed_events_converge(mirror, mariadb, mariadb_target):
+    """XA transactions decided after other writes (and after a sync between PREPARE and COMMIT),
+    savepoints rolled back in a transaction that also wrote an Aria table, and log_bin_compress
+    events: the mirrors equal the source."""
+    m, x = mirror, mirror["db"][-6:]
+    _converged(m, mariadb, mariadb_target)
+    _sql(mariadb, m["db"], "CREATE TABLE a (id INT PRIMARY KEY, v VARCHAR(20)) ENGINE=Aria")
+    _sql(mariadb, m["db"], f"XA START '{x}p'", "INSERT INTO t (id, v) VALUES (500, 'xa')",
+         "UPDATE t SET n = 99 WHERE id = 1", f"XA END '{x}p'", f"XA PREPARE '{x}p'")
+    _sql(mariadb, m["db"], f"XA START '{x}r'", "INSERT INTO t (id, v) VALUES (501, 'rolled back')",
+         f"XA END '{x}r'", f"XA PREPARE '{x}r'")
+    _sql(mariadb, m["db"], "UPDATE t SET n = 5 WHERE id = 2")  # committed between PREPARE and COMMIT
+    _converged(m, mariadb, mariadb_target)  # the prepared rows are not visible at the source yet
+    _sql(mariadb, m["db"], f"XA COMMIT '{x}p'")
+    _sql(mariadb, m["db"], f"XA ROLLBACK '{x}r'")
+    _sql(mariadb, m["db"], "BEGIN", "INSERT INTO t (id, v) VALUES (510, 'kept')", "SAVEPOINT s1",
+         "INSERT INTO t (id, v) VALUES (511, 'undone')", "UPDATE t SET v = 'undone' WHERE id = 510",
+         "INSERT INTO a VALUES (1, 'aria')", "ROLLBACK TO SAVEPOINT s1", "INSERT INTO t (id, v) VALUES (512, 'kept')",
+         "COMMIT")
+    with sysbench.log_bin_compress(mariadb):
+        _sql(mariadb, m["db"], "UPDATE t SET doc = CONCAT(doc, REPEAT('z', 300)) WHERE id < 30",
+             "INSERT INTO t (id, v, doc) VALUES " + ",".join(f"({600 + i}, 'c{i}', REPEAT('q', 500))"
+                                                             for i in range(40)),
+             "DELETE FROM t WHERE id BETWEEN 610 AND 620", "ALTER TABLE k ADD COLUMN c VARCHAR(300) DEFAULT 'x'")
     _converged(m, mariadb, mariadb_target)

@@ -132,16 +132,9 @@ def test_compressed_events_store_what_plain_ones_do(mariadb, db, tmp_path, monke
 
     (tmp_path / "mark").mkdir()
     start = mark_start(write_config(mariadb, tmp_path / "mark", f"{db}\\..*"))
+    with sysbench.log_bin_compress(mariadb):
+        write(1000)
     with sysbench.connect(mariadb, None) as conn, conn.cursor() as cur:
-        cur.execute("SELECT @@GLOBAL.log_bin_compress, @@GLOBAL.log_bin_compress_min_len")
-        saved = cur.fetchone()
-        cur.execute("SET GLOBAL log_bin_compress_min_len = 10")
-        cur.execute("SET GLOBAL log_bin_compress = ON")
-        try:
-            write(1000)
-        finally:
-            cur.execute("SET GLOBAL log_bin_compress = %s", (saved[0],))
-            cur.execute("SET GLOBAL log_bin_compress_min_len = %s", (saved[1],))
         write(2000)
         cur.execute("SHOW BINLOG EVENTS IN %s FROM %s", (start["logfile"], start["logpos"]))
         types = [r[2] for r in cur.fetchall()]

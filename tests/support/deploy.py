@@ -94,3 +94,20 @@ def submit_command(spark_info: dict[str, Any], tmp: Path, *args: str) -> tuple[l
     cmd = [f"{home}/bin/spark-submit", "--master", spark_info["master_url"], "--conf", "spark.ui.enabled=false",
            "--py-files", str(zips[-1]), str(dist / "sluice_submit.py"), *args]
     return cmd, env
+
+
+def mirror_groups(target: dict[str, Any], database: str, groups: dict[str, int]) -> tuple[list, dict]:
+    """``groups`` and ``mappings`` for :func:`write_deployment`: one ``mirrorDb`` group per name in
+    ``groups`` (name -> the partitions a test syncs it with), each into its own target database
+    ``<database>_<name>``, which is created (empty) on ``target``."""
+    from tests.support import sysbench
+
+    out, mappings = [], {}
+    for g in groups:
+        tdb = f"{database}_{g}"
+        sysbench.create_database(target, tdb)
+        mappings[f"{g}/mirror.yml"] = {"dataSourceKey": "defaultDS", "destination": database, "groupId": g,
+                                       "outerAdapterKey": g, "dbMapping": {"mirrorDb": True, "database": database,
+                                                                           "targetDb": tdb}}
+        out.append({"groupId": g, "outerAdapters": [rdb_adapter(target, g, tdb)], "mappings": [f"mappings/{g}/*.yml"]})
+    return out, mappings

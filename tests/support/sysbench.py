@@ -7,8 +7,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import subprocess
+from collections.abc import Iterator
 from typing import Any
 
 import pymysql
@@ -67,3 +69,19 @@ def start(db: dict[str, Any], database: str, *, seconds: int = 10, threads: int 
     return subprocess.Popen(command(db, database, "run", workload=workload, tables=tables,
                                     table_size=table_size, threads=threads, seconds=seconds),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+@contextlib.contextmanager
+def log_bin_compress(db: dict[str, Any]) -> Iterator[None]:
+    """MariaDB writes compressed query and rows events (``log_bin_compress``, over 10 bytes) while
+    the block runs, and its settings as they were after it (a global setting: keep the block short)."""
+    with connect(db) as conn, conn.cursor() as cur:
+        cur.execute("SELECT @@GLOBAL.log_bin_compress, @@GLOBAL.log_bin_compress_min_len")
+        saved = cur.fetchone()
+        cur.execute("SET GLOBAL log_bin_compress_min_len = 10")
+        cur.execute("SET GLOBAL log_bin_compress = ON")
+        try:
+            yield
+        finally:
+            cur.execute("SET GLOBAL log_bin_compress = %s", (saved[0],))
+            cur.execute("SET GLOBAL log_bin_compress_min_len = %s", (saved[1],))
