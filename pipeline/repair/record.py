@@ -1,13 +1,13 @@
 """Which tables were repaired, in which groups, from which source position: ``<store root>/repairs.json``.
 
-Capture stops at a statement-format DML on a mapped table (the binlog carries only its SQL text,
-so its rows cannot be applied exactly) and names ``sluice repair`` as the way on. A repair makes
+A group stops at a change the binlog does not describe exactly (a statement-format write, a row
+image without every column: ``pipeline/job/refusals.py``) and names ``sluice repair`` as the way on. A repair makes
 one group's targets equal to the source as of reads that all happen after the position it took
 before its first chunk, so a statement at or before that position is covered *for that group*.
 Only when every group whose mappings cover the table has repaired it (with every such mapping)
-is the statement covered for all of them: then the repair adds a capture waiver for the table up
-to the oldest of those positions (:func:`pipeline.capture.waivers.add_waiver`), and capture goes
-on past the statement. Repairing only some of the groups waives nothing.
+is the change covered for all of them: then the repair adds a waiver for the table up to the
+oldest of those positions (:func:`pipeline.store.waivers.add_waiver`), and the groups go on past
+the change. Repairing only some of the groups waives nothing.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from pipeline.config import Config
 from pipeline.errors import SluiceError
 from pipeline.logs import get_logger
 from pipeline.store.fsutil import now_iso, write_atomic
+from pipeline.store.waivers import add_waiver
 
 log = get_logger("repair")
 FILE = "repairs.json"
@@ -105,13 +106,7 @@ def _covered_upto(cfg: Config, done: dict[str, dict], database: str, table: str)
 
 
 def _add_waiver(root: Path, database: str, table: str, upto: dict) -> bool:
-    try:
-        from pipeline.capture.waivers import add_waiver
-    except ImportError:  # capture's waivers are not in this build: nothing skips a statement
-        log.info("capture has no waivers here: a statement-format DML before the repair still stops capture",
-                    table=f"{database}.{table}")
-        return False
     add_waiver(root, database, table, upto)
-    log.info("waiver added: capture goes on past statement-format DML on the table up to the repair's position",
+    log.info("waiver added: the groups go on past refused changes of the table up to the repair's position",
              table=f"{database}.{table}", upto=upto)
     return True
