@@ -121,6 +121,8 @@ class Batcher:
             data, old = rows_json(r.kind, r.rows)
         line = self.enc.rows(r.kind, codec, data, old, r.sql, r.ts, _now_ms(),
                              self.tx_begin.gtid if self.tx_begin else None, r.logfile, r.logpos, self.next_id)
+        if r.fk_off:  # the source applied these rows without foreign key checks: so does the target
+            line += b',"fkChecks":false'
         if r.partial is not None:  # the driver checks each group's use of it (pipeline/job/refusals.py)
             line += partial_json(*r.partial)
             self.tx_ddl.append(len(self.tx))

@@ -67,11 +67,12 @@ class Rows:
     (``data_json``, ``old_json``; ``rows`` then decodes them on demand)."""
 
     __slots__ = ("kind", "codec", "_rows", "sql", "logfile", "logpos", "ts", "event_no", "size",
-                 "data_json", "old_json", "nrows", "partial")
+                 "data_json", "old_json", "nrows", "partial", "fk_off")
 
     def __init__(self, kind: str, codec: TableCodec, rows: list[Any] | None, sql: str, logfile: str, logpos: int,
                  ts: int, event_no: int, size: int, data_json: bytes | None = None, old_json: bytes | None = None,
-                 nrows: int | None = None, partial: tuple[list[str], list[str]] | None = None):
+                 nrows: int | None = None, partial: tuple[list[str], list[str]] | None = None,
+                 fk_off: bool = False):
         self.kind, self.codec, self._rows, self.sql = kind, codec, rows, sql
         self.logfile, self.logpos, self.ts = logfile, logpos, ts
         self.event_no = event_no    # 1-based rows-event number within the transaction (all tables)
@@ -81,6 +82,9 @@ class Rows:
         #: a row image without every column (a session's binlog_row_image MINIMAL/NOBLOB): the
         #: columns the before and the after image carry; None for whole images
         self.partial = partial
+        #: the rows event's NO_FOREIGN_KEY_CHECKS flag: the source applied these rows without foreign
+        #: key checks (MySQL 9 logs cascaded child rows so, before their parent's): ``fkChecks: false``
+        self.fk_off = fk_off
 
     @property
     def rows(self) -> list[Any]:

@@ -23,7 +23,7 @@ from pipeline.errors import PositionError, SourceError
 
 from .decoder import DecodeError, PyStream
 from .dml import json_text
-from .events import EVENT_CLASSES, RawRowsEv, TableMapEv, xid_text
+from .events import EVENT_CLASSES, NO_FOREIGN_KEY_CHECKS_F, RawRowsEv, TableMapEv, xid_text
 from .framer import Framer
 from .items import Item, Rows, map_error, partial_update
 from .native import load, parse_table_map, plan_for
@@ -138,21 +138,23 @@ class BinlogReader:
 
     def rows_item(self, ev: Any, codec: TableCodec, kind: str, sql: str, logfile: str, event_no: int) -> Rows:
         """The capture item of one rows event of a stored table."""
+        fk_off = bool(ev.flags & NO_FOREIGN_KEY_CHECKS_F)
         if type(ev) is not RawRowsEv:
             return Rows(kind, codec, None, sql, logfile, ev.start, ev.ts * 1000, event_no, ev.size, ev.data, ev.old,
-                        ev.nrows)
+                        ev.nrows, fk_off=fk_off)
         rows = codec.decode_rows(ev.rows, 0, len(ev.rows), ev.present, ev.present2, ev.partial_json,
                                  where=f"{logfile}:{ev.start}")
         if codec.whole(ev.present) and (ev.present2 is None or codec.whole(ev.present2)):
-            return Rows(kind, codec, rows, sql, logfile, ev.start, ev.ts * 1000, event_no, len(ev.rows))
+            return Rows(kind, codec, rows, sql, logfile, ev.start, ev.ts * 1000, event_no, len(ev.rows),
+                        fk_off=fk_off)
         partial = (codec.present_names(ev.present), codec.present_names(ev.present2 or ev.present))
         if ev.present2 is None:
             return Rows(kind, codec, rows, sql, logfile, ev.start, ev.ts * 1000, event_no, len(ev.rows),
-                        partial=partial)
+                        partial=partial, fk_off=fk_off)
         pairs = [partial_update(before, after) for before, after in rows]
         data, old = json_text([d for d, _ in pairs]), json_text([o for _, o in pairs])
         return Rows(kind, codec, None, sql, logfile, ev.start, ev.ts * 1000, event_no, len(ev.rows), data, old,
-                    len(pairs), partial=partial)
+                    len(pairs), partial=partial, fk_off=fk_off)
 
     def on_format(self, ev: Any, logfile: str) -> None:
         """A binlog file's format description (its timestamp identifies the file)."""
