@@ -225,13 +225,16 @@ impl Parser {
             }
             23..=25 | 30..=32 | 39 | 166..=171 => self.rows(etype, body, ts, start, next, out)?,
             16 => out.push(Item::Xid { ts, start, next }),
-            2 | 165 => {
-                if body.len() < 13 {
+            2 | 18 | 165 => {
+                // 18: EXECUTE_LOAD_QUERY (LOAD DATA in statement format): a query event whose
+                // post-header has 13 more bytes (file id, start and end of the file name, dup handling)
+                let post = if etype == 18 { 26 } else { 13 };
+                if body.len() < post {
                     return Err("short query event".into());
                 }
                 let schema_len = body[8] as usize;
                 let vars_len = le(&body[11..13]) as usize;
-                let s = 13 + vars_len;
+                let s = post + vars_len;
                 let schema = body.get(s..s + schema_len).ok_or("short query event")?.to_vec();
                 let text = body.get(s + schema_len + 1..).unwrap_or(&[]);
                 let query = if etype == 165 { mariadb_uncompress(text)? } else { text.to_vec() };

@@ -6,11 +6,15 @@ Its ``end`` is the position after its last complete transaction. A transaction l
 than the limits is split: each full part is stored as its own batch marked
 ``split=True`` whose end is the transaction's *start* plus ``skipEvents`` (the number of
 its rows events already stored), so a restart skips exactly those and loses nothing.
-A ``ROLLBACK TO`` savepoint drops what the open transaction collected since that savepoint.
+A ``ROLLBACK TO`` savepoint drops what the open transaction collected since that savepoint. A
+transaction that ends in ``ROLLBACK`` (the binlog keeps one that wrote non-transactional tables)
+keeps none of its rows: each table they wrote gets a refusal record instead, since which of the rows
+the source kept (those of non-transactional tables) the binlog does not say.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -20,7 +24,7 @@ from pipeline.logs import get_logger
 from pipeline.store import BatchStore
 
 from .dml import LineEncoder, partial_json, rows_json
-from .items import Begin, Commit, Item, RollbackTo, Rows, Savepoint, Statement, Tick
+from .items import ROLLED_BACK, WHOLE, Begin, Commit, Item, RollbackTo, Rows, Savepoint, Statement, Tick
 from .position import Position
 
 log = get_logger("capture")
@@ -57,8 +61,8 @@ class Batcher:
         self.tx_rows = self.tx_bytes = self.tx_store_rows = 0
         self.tx_begin: Begin | None = None
         self.tx_event_no = 0
-        self.tx_skip = start.skip_events  # rows events of the open transaction already stored
         self.marks: dict[str, tuple | None] = {}  # savepoints of the open transaction (None: stored already)
+        self.resumed_split = start.skip_events > 0  # the first transaction is a split one resumed
         # totals
         self.batches = self.rows = self.transactions = 0
 
@@ -73,7 +77,8 @@ class Batcher:
         elif cls is Begin:
             self.tx_begin = item  # type: ignore[assignment]
             self.tx_event_no = 0
-            self.marks = {}
+            # the transaction's start, as a savepoint (None: a split transaction resumed, its start is stored)
+            self.marks = {WHOLE: None if self.resumed_split else (0, 0, 0, 0, 0, self.next_id)}
         elif cls is Statement:
             s: Statement = item  # type: ignore[assignment]
             line = self.enc.statement(s.kind, s.database, s.table, s.is_ddl, s.sql, s.ts, _now_ms(),
@@ -95,6 +100,7 @@ class Batcher:
             self._rollback_to(item)  # type: ignore[arg-type]
 
     def _rollback_to(self, r: RollbackTo) -> None:
+        tables = self._tx_tables() if r.name == WHOLE else []
         mark = self.marks.get(r.name, False)
         if mark is False:
             raise SourceError(f"{r.logfile}:{r.logpos}: ROLLBACK TO savepoint `{r.name}`, which the transaction "
@@ -112,6 +118,19 @@ class Batcher:
         later = list(self.marks)[list(self.marks).index(r.name) + 1:]
         for name in later:  # savepoints set after this one are gone
             del self.marks[name]
+        for db, table in tables:  # a refusal of each table the rolled-back transaction's rows wrote
+            self.feed(Statement("QUERY", db, table, False, ROLLED_BACK, r.logfile, r.logpos,
+                                self.tx_begin.ts if self.tx_begin else 0, dml=True))
+
+    def _tx_tables(self) -> list[tuple[str, str]]:
+        """The tables the open transaction wrote, by rows or by statements (a rare path: its lines are
+        parsed)."""
+        out: dict[tuple[str, str], None] = {}
+        for line in self.tx:
+            rec = json.loads(line + b"}")  # lines are open: the store adds batchId and seq
+            if not rec.get("isDdl"):  # rows, and statement-format writes (refusals themselves)
+                out[(rec.get("database") or "", rec.get("table") or "")] = None
+        return list(out)
 
     def _rows(self, r: Rows) -> None:
         codec = r.codec
@@ -150,7 +169,7 @@ class Batcher:
             self._clear_tx()
         self.transactions += 1
         self.tx_begin = None
-        self.tx_skip = 0
+        self.resumed_split = False
         self.batch_end = Position(c.logfile, c.logpos, c.gtid, self.next_id, xa=c.xa)
         self.marks = {}
         lim = self.limits

@@ -226,10 +226,11 @@ class PyStream:
             self._rows(etype, body, ts, start, nxt, out)
         elif etype == 16:
             out.append(XidEv(ts, start, nxt))
-        elif etype in (2, 165):
-            if len(body) < 13:
+        elif etype in (2, 18, 165):  # 18: EXECUTE_LOAD_QUERY (statement-format LOAD DATA), 13 more post-header bytes
+            post = 26 if etype == 18 else 13
+            if len(body) < post:
                 raise DecodeError("short query event")
-            s = 13 + _le(body[11:13])
+            s = post + _le(body[11:13])
             schema = body[s:s + body[8]]
             text = body[s + body[8] + 1:]
             out.append(QueryEv(ts, start, nxt, schema, mariadb_uncompress(text) if etype == 165 else text))

@@ -3,7 +3,7 @@
 Both decoders emit these, in stream order: the native one (``sluice_binlog.Stream``, Rust,
 ``native/src/events.rs``) and the pure-Python one (:mod:`pipeline.capture.decoder`). The Rust
 decoder builds the same classes (they are handed to ``Stream(checksum, EVENT_CLASSES)``), so
-every field below is the one contract between them; ``tests/unit/test_capture_events.py`` feeds
+every field below is the one contract between them; ``tests/unit/test_capture_binlog_files.py`` feeds
 both the same bytes and requires equal events. Events are named tuples: the decoders make one
 per binlog event at C speed and the framer (:mod:`pipeline.capture.framer`) reads fields by name.
 

@@ -27,6 +27,7 @@ Both decoders (:mod:`events`) feed this; everything about transactions lives her
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
@@ -55,13 +56,16 @@ from .events import (
     XidEv,
     xid_text,
 )
-from .items import Begin, Commit, RollbackTo, Rows, Savepoint, Statement, Tick, refuse_event, server_error
+from .items import WHOLE, Begin, Commit, RollbackTo, Rows, Savepoint, Statement, Tick, refuse_event, server_error
 from .position import binlog_key
 from .statements import statement_writes
 from .xa import XaBook, parse_xa_statement, savepoint_name
 
 if TYPE_CHECKING:
     from .reader import BinlogReader
+
+_START_TX = re.compile(r"\s+START\s+TRANSACTION\s*$", re.I)
+_TEMPORARY = re.compile(r"^\s*(?:CREATE|DROP)\s+(?:OR\s+REPLACE\s+)?TEMPORARY\b", re.I)
 
 
 class Framer:
@@ -137,6 +141,8 @@ class Framer:
                                 hold = []
                             continue
                         is_end = head.startswith("COMMIT") or head == "ROLLBACK"
+                        if head == "ROLLBACK" and hold is None:  # kept for its non-transactional rows
+                            yield RollbackTo(WHOLE, self.logfile, start)
                         schema = ev.schema.decode("utf-8", "replace")
                         if explicit and not is_end:
                             found = self._in_tx(q, head, schema, start, ts, first_tx and tx_events < self.skip)
@@ -153,16 +159,10 @@ class Framer:
                             if decided is None:
                                 yield from self._statement(q, schema, start, ts)
                             elif decided[0] == "COMMIT":
-                                n = 0
-                                for item in xa.decide(decided[1], f"{self.logfile}:{start}", q):
-                                    if type(item) is Rows:  # numbered again: a split resumes inside these
-                                        n += 1
-                                        item.event_no = n
-                                        if first_tx and n <= self.skip:
-                                            continue
-                                    yield item
-                            else:
-                                xa.decide(decided[1], f"{self.logfile}:{start}", q)
+                                yield from self._committed(xa.decide(decided[1], f"{self.logfile}:{start}", q),
+                                                           start, self.skip if first_tx else 0)
+                            else:  # its rows are dropped (a ROLLBACK of one prepared before the start: none)
+                                xa.drop(decided[1])
                     if tx_gtid:
                         gtids.add(tx_gtid)
                     r.logfile, r.logpos = self.logfile, nxt
@@ -209,19 +209,61 @@ class Framer:
                 else:  # pragma: no cover - an event class this loop does not know
                     raise SourceError(f"unknown decoder event {cls.__name__}")
 
+    def _committed(self, held: list, start: int, skip: int) -> Iterator:
+        """A prepared XA transaction's items at its XA COMMIT (at ``start``): that is where the source
+        made its rows visible, so they carry the COMMIT's position (a waiver up to a position must not
+        cover rows committed after it). Rows events are numbered again as one transaction; ``skip``:
+        the first rows events are stored already (a split resumed), and so is what came among them."""
+        n = 0
+        for item in held:
+            cls = type(item)
+            if cls is Rows:
+                n += 1
+                item.event_no = n
+                if n <= skip:
+                    continue
+            elif n < skip:  # among the stored rows events: already applied (a savepoint: cannot be undone)
+                if cls is Savepoint:
+                    item.stored = True
+                    yield item
+                continue
+            if cls is Rows or cls is Statement:
+                item.logfile, item.logpos = self.logfile, start
+            yield item
+
     def _in_tx(self, q: str, head: str, schema: str, start: int, ts: int, skipping: bool) -> list:
         """The items for a statement inside a transaction (``skipping``: inside the part of a split
-        transaction that is stored already)."""
+        transaction that is stored already: a savepoint there cannot be undone any more, a ROLLBACK TO
+        or a statement there was dealt with when that part was stored)."""
         if head.startswith("SAVEPOINT"):
             return [Savepoint(savepoint_name(q[len("SAVEPOINT"):]), self.logfile, start, skipping)]
+        if skipping:
+            return []
         if head.startswith("ROLLBACK TO"):
             return [RollbackTo(savepoint_name(q), self.logfile, start)]
+        ddl = self._ddl_in_tx(q, schema, start, ts)
+        if ddl is not None:
+            return ddl
         return self._dml_statements(q, schema, start, ts)
+
+    def _ddl_in_tx(self, q: str, schema: str, start: int, ts: int) -> list | None:
+        """DDL logged inside a transaction: MySQL 8.0.21+ logs ``CREATE TABLE ... SELECT`` (atomic
+        DDL) as ``CREATE TABLE ... START TRANSACTION`` followed by the rows; MariaDB logs it ahead of
+        its rows in one group. The table's DDL, stored as such (the statement without the trailing
+        ``START TRANSACTION``); None when ``q`` is not table DDL (temporary tables are session state)."""
+        if _TEMPORARY.match(q):
+            return None
+        dkind, db, table, is_ddl = classify_ddl(q, schema)
+        if not is_ddl or dkind == "QUERY":
+            return None
+        if not (self.r.included(db, table) if table else self.r.included(db, "")):
+            return []
+        return [Statement(dkind, db, table, True, _START_TX.sub("", q), self.logfile, start, ts * 1000)]
 
     def _dml_statements(self, q: str, schema: str, start: int, ts: int) -> list:
         """A statement-format write: one record per stored table it may write (its groups refuse it)."""
         return [Statement("QUERY", db, table, False, q, self.logfile, start, ts * 1000, dml=True)
-                for db, table in statement_writes(q, schema) if self.r.included(db, table)]
+                for db, table in statement_writes(q, schema) if not table or self.r.included(db, table)]
 
     def _statement(self, q: str, schema: str, start: int, ts: int) -> Iterator:
         """A statement that is a transaction of its own: DDL, or a statement-format write."""

@@ -31,6 +31,7 @@ IGNORED_TYPES = frozenset({
     7,    # SLAVE
     13,   # RAND (statement format)
     14,   # USER_VAR (statement format)
+    9,    # APPEND_BLOCK (more LOAD DATA file data, after BEGIN_LOAD_QUERY)
     17,   # BEGIN_LOAD_QUERY (LOAD DATA file data; its EXECUTE_LOAD_QUERY statement is a query)
     28,   # IGNORABLE
     34,   # MySQL ANONYMOUS_GTID
@@ -44,11 +45,17 @@ IGNORED_TYPES = frozenset({
 })
 #: event types that may carry changes capture cannot read: stop, naming them
 REFUSED_TYPES = {
-    6: "LOAD (pre-5.0 LOAD DATA)", 8: "CREATE_FILE (pre-5.0 LOAD DATA)", 9: "APPEND_BLOCK (pre-5.0 LOAD DATA)",
+    6: "LOAD (pre-5.0 LOAD DATA)", 8: "CREATE_FILE (pre-5.0 LOAD DATA)",
     10: "EXEC_LOAD (pre-5.0 LOAD DATA)", 11: "DELETE_FILE (pre-5.0 LOAD DATA)", 12: "NEW_LOAD (pre-5.0 LOAD DATA)",
     20: "pre-GA WRITE_ROWS", 21: "pre-GA UPDATE_ROWS", 22: "pre-GA DELETE_ROWS",
     26: "INCIDENT (the server logged that changes are missing from the binlog here)",
 }
+
+
+#: the savepoint every transaction starts with (a whole-transaction ROLLBACK rolls back to it)
+WHOLE = "\0transaction"
+#: the sql of the refusal records of a rolled-back transaction that wrote non-transactional tables
+ROLLED_BACK = "ROLLBACK"
 
 
 @dataclass(slots=True)

@@ -92,6 +92,12 @@ class XaBook:
         self._refresh()
         return p.items
 
+    def drop(self, xid: bytes) -> None:
+        """An XA ROLLBACK: the held items of ``xid`` are dropped (one prepared before capture's start
+        position left nothing here, and nothing of it is applied either way)."""
+        if self.prepared.pop(xid, None) is not None:
+            self._refresh()
+
     def held(self) -> tuple:
         """What a position records of the prepared transactions (immutable; shared until it changes)."""
         return self._held

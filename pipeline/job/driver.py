@@ -16,6 +16,7 @@ import re
 import time
 from contextlib import closing, nullcontext
 from dataclasses import dataclass, field, replace
+from functools import reduce
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
@@ -169,7 +170,10 @@ def run_sync(cfg: Config, group_id: str, spark: SparkSession, *, max_batches: in
             in_order = store.in_order(batches)
             if changes.dropped:  # acked without being applied: counted for the summary
                 mapped.count_skipped(dml, changes.dropped, summary.unmapped)
-            barriers, ddl_positions = _barriers(store, batches, dml, plan, records, found_waivers)
+            barriers, ddl_positions, waived = _barriers(store, batches, dml, plan, records, found_waivers)
+            if waived:  # refused changes a repair made good: the repair wrote their tables past them
+                dml = dml.where(~reduce(lambda a, b: a | b, [(F.col("batchId") == b) & (F.col("seq") == q)
+                                                              for b, q in waived]))
             cuts = segments(barriers)
             if len(cuts) > 1:
                 dml = dml.persist()  # read once, cut several times
@@ -327,7 +331,7 @@ def _barriers(store: ChangeLog, batches, dml, plan: GroupPlan, rows: list[dict] 
         rows = [r.asDict() for r in (dml.where(F.coalesce(F.col("isDdl"), F.lit(False)))
                                      .select("batchId", "seq", "database", "table", "type", "sql", "es")
                                      .orderBy("batchId", "seq").collect())]
-    out, positions = [], []
+    out, positions, waived = [], [], []
     for r in rows:
         if r.get("isDdl") is False:  # a statement-format write or a partial row image
             if not r.get("partial"):
@@ -336,13 +340,15 @@ def _barriers(store: ChangeLog, batches, dml, plan: GroupPlan, rows: list[dict] 
             if refusal is not None:
                 out.append(refusal)
                 break
+            if r.get("partial") and found_waivers and find(r, plan, {}) is not None:
+                waived.append((r["batchId"], r["seq"]))  # repaired past: its partial rows are not applied
             continue
         positions.append((r["batchId"], r["seq"]))
         ddl = DdlChange(r.get("type") or "QUERY", r.get("database") or "", r.get("table") or "", r.get("sql") or "",
                         (r["batchId"], r["seq"], 0), int(r.get("es") or 0))
         if plan.mappings_for(ddl.database, ddl.table):
             out.append(ddl)
-    return out, positions
+    return out, positions, waived
 
 
 def _before_refusal(batches: list, records: list[dict], plan: GroupPlan, found_waivers: dict) -> list:
@@ -352,7 +358,7 @@ def _before_refusal(batches: list, records: list[dict], plan: GroupPlan, found_w
         if r.get("isDdl") is False and find(r, plan, found_waivers) is not None:
             if r["batchId"] > batches[0].batch_id:
                 return [b for b in batches if b.batch_id < r["batchId"]]
-            break
+            return batches[:1]  # the round stops inside its first batch: read no more
     return batches
 
 

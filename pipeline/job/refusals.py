@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from pipeline.capture.items import ROLLED_BACK
 from pipeline.errors import SluiceError
 from pipeline.store.waivers import covered
 
@@ -85,11 +86,11 @@ def find(rec: dict[str, Any], plan: Any, found_waivers: dict) -> Refusal | None:
     """The refusal of one barrier record for the group (None: the group may go past it)."""
     db, table = rec.get("database") or "", rec.get("table") or ""
     logfile, logpos = rec.get("logfile") or "", int(rec.get("logpos") or 0)
-    if covered(found_waivers, db, table, logfile, logpos):
-        return None
     seq = (rec["batchId"], rec["seq"], 0)
     where = f"{logfile}:{logpos}"
     if rec.get("partial"):
+        if covered(found_waivers, db, table, logfile, logpos):
+            return None
         for r in plan.routes:
             if not _route_hits(r, db, table):
                 continue
@@ -99,22 +100,53 @@ def find(rec: dict[str, Any], plan: Any, found_waivers: dict) -> Refusal | None:
             if problem is not None:
                 return Refusal(seq, db, table, f"{problem} (mapping {plan.mappings[r.midx].file})", where)
         return None
-    if table:
-        hit = plan.mappings_for(db, table)
-    else:
-        hit = [i for i, m in enumerate(plan.mappings) if _database_of(m) in (db, None)]
-    if not hit:
+    hits = [r for r in plan.routes if _route_hits(r, db, table or None)]
+    if not hits:
+        return None
+    if table and covered(found_waivers, db, table, logfile, logpos):
+        return None
+    if not table and _all_covered(hits, plan, db, found_waivers, logfile, logpos):
         return None
     sql = " ".join((rec.get("sql") or "").split())
     what = f"{db}.{table}" if table else f"a table of {db} (which one, the statement does not say)"
+    if sql == ROLLED_BACK:
+        return Refusal(seq, db, table, f"a transaction that wrote {what} and was rolled back: the binlog keeps such "
+                       "a transaction (with its rows and a ROLLBACK) when it also wrote non-transactional tables, "
+                       "whose rows the source kept while undoing the others; which rows it kept the binlog does "
+                       "not say", where, sql=sql)
     return Refusal(seq, db, table, f"a statement-format write to {what}: the binlog carries the SQL text "
                    f"`{sql[:300]}`, not the rows it changed (the writing session had binlog_format=STATEMENT "
                    "or MIXED)", where, sql=sql)
 
 
-def _route_hits(route: Any, db: str, table: str) -> bool:
+def _all_covered(hits: list, plan: Any, db: str, found: dict, logfile: str, logpos: int) -> bool:
+    """A statement of ``db`` whose table is unknown is covered when every table of ``db`` the group
+    maps is (a mapping of every table of a database: every base table the source has there now)."""
+    if not any(d.lower() == db.lower() for d, _ in found):
+        return False
+    tables = mapped_tables(hits, plan, db)
+    return bool(tables) and all(covered(found, db, t, logfile, logpos) for t in tables)
+
+
+def mapped_tables(hits: list, plan: Any, db: str) -> list[str]:
+    """The tables of ``db`` the routes ``hits`` cover (a whole-database route: the source's tables)."""
+    named = {r.table for r in hits if r.table is not None}
+    if any(r.table is None for r in hits):
+        from pipeline.etl.source import connect, tables_of
+
+        conn = connect(plan.config.source)
+        try:
+            named.update(tables_of(conn, db))
+        finally:
+            conn.close()
+    return sorted(named)
+
+
+def _route_hits(route: Any, db: str, table: str | None) -> bool:
+    """Does ``route`` cover ``db.table`` (``table`` None: some table of ``db``, which one unknown)?"""
     same = (lambda a, b: a.lower() == b.lower()) if route.case_insensitive else (lambda a, b: a == b)
-    return (route.database is None or same(route.database, db)) and (route.table is None or same(route.table, table))
+    return (route.database is None or same(route.database, db)) and \
+        (route.table is None or table is None or same(route.table, table))
 
 
 def _database_of(mapping: Any) -> str | None:
@@ -122,12 +154,14 @@ def _database_of(mapping: Any) -> str | None:
 
 
 def refusal_error(ref: Refusal, plan: Any, batch: int) -> ChangeRefused:
-    """The message for a refusal: position, table, problem, and the repair commands that clear it."""
+    """The message for a refusal: position, table, problem, and the repair commands that clear it
+    (one per group that maps the table, and per table a statement of unknown table may have written)."""
     cfg = plan.config
     config = cfg.file if cfg.file not in ("", "<config>") else "sluice.yml"
-    groups = _groups_mapping(cfg, ref.database, ref.table) or [plan.group_id]
-    table = f"{ref.database}.{ref.table}" if ref.table else f"{ref.database}.<each table the groups map>"
-    cmds = "; ".join(f"sluice repair --config {config} --group {g} --table {table}" for g in groups)
+    groups = _groups_mapping(cfg, ref.database, ref.table) or {plan.group_id: [ref.table]}
+    cmds = "; ".join(f"sluice repair --config {config} --group {g} "
+                     + " ".join(f"--table {ref.database}.{t}" for t in tables)
+                     for g, tables in groups.items())
     return ChangeRefused(
         f"{ref.position}: group {plan.group_id} stops at {ref.problem}. Sluice applies only what the binlog "
         f"describes exactly; nothing from batch {batch} on was acked",
@@ -135,15 +169,21 @@ def refusal_error(ref: Refusal, plan: Any, batch: int) -> ChangeRefused:
         "the session's binlog_format=ROW and binlog_row_image=FULL where the source's clients change them")
 
 
-def _groups_mapping(cfg: Any, db: str, table: str) -> list[str]:
+def _groups_mapping(cfg: Any, db: str, table: str) -> dict[str, list[str]]:
+    """``{group: [tables to repair]}`` of every group that maps ``db.table`` (``table`` "": the tables
+    of ``db`` each group maps)."""
     from pipeline.job.group import load_group
 
-    out = []
+    out: dict[str, list[str]] = {}
     for g in cfg.groups:
         try:
-            plan = load_group(cfg, g.groupId)
+            plan = load_group(cfg, g.groupId, others=False)
         except Exception:  # noqa: BLE001 - a group that cannot load maps nothing we can name
             continue
-        if plan.mappings_for(db, table) if table else any(_database_of(m) == db for m in plan.mappings):
-            out.append(g.groupId)
+        hits = [r for r in plan.routes if _route_hits(r, db, table or None)]
+        if hits:
+            try:
+                out[g.groupId] = [table] if table else (mapped_tables(hits, plan, db) or ["<table>"])
+            except Exception:  # noqa: BLE001 - the source cannot be asked: name the placeholder
+                out[g.groupId] = ["<each table of the database>"]
     return out

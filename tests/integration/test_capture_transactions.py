@@ -54,9 +54,11 @@ def test_xa_rows_arrive_at_commit_and_rollback_drops_them(mariadb, db, tmp_path,
     x = db[-8:]
     config = write_config(mariadb, tmp_path, f"{db}\\..*")
     _run(mariadb, "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20))", db)
+    _run(mariadb, f"XA START '{x}0'; INSERT INTO t VALUES (9,'before'); XA END '{x}0'; XA PREPARE '{x}0'", db)
     mark_start(config)
     _run(mariadb, f"XA START '{x}1'; INSERT INTO t VALUES (1,'xa'); XA END '{x}1'; XA PREPARE '{x}1'", db)
     _run(mariadb, "INSERT INTO t VALUES (2,'plain')", db)
+    _run(mariadb, f"XA ROLLBACK '{x}0'", db)  # prepared before capture's start: nothing to drop, no refusal
     _run(mariadb, f"XA START '{x}2'; INSERT INTO t VALUES (3,'gone'); XA END '{x}2'; XA PREPARE '{x}2'", db)
     _run(mariadb, f"XA COMMIT '{x}1'", db)
     _run(mariadb, f"XA ROLLBACK '{x}2'", db)
@@ -66,6 +68,8 @@ def test_xa_rows_arrive_at_commit_and_rollback_drops_them(mariadb, db, tmp_path,
     records = all_records(str(cfg.store_dir()), db)
     assert _rows(records, "t") == [("INSERT", "2"), ("INSERT", "1"), ("INSERT", "4")]
     assert replay(records)[f"{db}.t"].keys() == {("1",), ("2",), ("4",)}
+    at = {r["data"][0]["id"]: (r["logfile"], r["logpos"]) for r in records if r["table"] == "t" and not r["isDdl"]}
+    assert at["1"] > at["2"]  # at its XA COMMIT, where the source made it visible (not its PREPARE)
 
 
 @DECODERS
@@ -115,6 +119,32 @@ def test_rows_rolled_back_to_a_savepoint_are_dropped(mariadb, db, tmp_path, monk
     assert _rows(records, "m") == [("INSERT", "11")]  # the Aria row stays: it was not rolled back
     ids = [r["id"] for r in records]
     assert ids == list(range(ids[0], ids[0] + len(ids)))  # no holes where rows were dropped
+
+
+@DECODERS
+def test_a_rolled_back_transaction_is_refused_and_ctas_is_ddl(mariadb, db, tmp_path, monkeypatch, native):
+    """A transaction that wrote an Aria table and rolled back is logged with its writes and a ROLLBACK
+    (MariaDB: in statement format; in row format it logs the Aria rows on their own):
+    the Aria rows stay at the source, the InnoDB ones do not, and the binlog does not say which is
+    which; nothing of it is stored but one refusal record per table. CREATE TABLE ... SELECT
+    (DDL logged ahead of its rows inside one group) is stored as DDL, then its rows."""
+    monkeypatch.setenv("SLUICE_CAPTURE_NATIVE", native)
+    config = write_config(mariadb, tmp_path, f"{db}\\..*")
+    _run(mariadb, "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20)) ENGINE=InnoDB; "
+         "CREATE TABLE m (id INT PRIMARY KEY, v VARCHAR(20)) ENGINE=Aria", db)
+    mark_start(config)
+    _run(mariadb, "INSERT INTO t VALUES (1,'kept'); CREATE TABLE c ENGINE=InnoDB AS SELECT * FROM t", db)
+    _run(mariadb, "SET SESSION binlog_format='STATEMENT'; BEGIN; INSERT INTO t VALUES (2,'undone'); "
+         "INSERT INTO m VALUES (2,'aria stays'); ROLLBACK", db)
+    cfg = load_config(config)
+    run_capture(cfg)
+    records = all_records(str(cfg.store_dir()), db)
+    assert _rows(records, "t") == [("INSERT", "1")] and _rows(records, "m") == []
+    refused = [(r["table"], r["sql"]) for r in records if r["type"] == "QUERY" and not r["isDdl"]]
+    assert refused == [("t", "ROLLBACK"), ("m", "ROLLBACK")]
+    ddl = [(r["type"], r["table"]) for r in records if r["isDdl"]]
+    assert ddl == [("CREATE", "c")], ddl
+    assert _rows(records, "c") == [("INSERT", "1")]
 
 
 def test_compressed_events_store_what_plain_ones_do(mariadb, db, tmp_path, monkeypatch):

@@ -12,21 +12,19 @@ a diff. The file's table maps carry no column names (MySQL 8.0's default
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 
 from pipeline.capture.items import Commit, Rows, Statement
 from tests.support.binlog_file import read_file
+from tests.support.prereq import missing
 
 MYSQL80 = Path("/usr/share/mysql/mysql-test/std_data/mdev35643_mysql_80_binlog.000001")
 NAMES = {"test.t1": ["a", "b", "c"], "test.t2": ["a", "b"]}
 
 if not MYSQL80.exists():
-    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-        pytest.fail(f"{MYSQL80} is missing: scripts/bootstrap installs Debian's mariadb-test-data", pytrace=False)
-    pytest.skip(f"{MYSQL80} is missing (Debian's mariadb-test-data)", allow_module_level=True)
+    missing(f"{MYSQL80} is missing: scripts/bootstrap installs Debian's mariadb-test-data", module=True)
 
 
 @pytest.mark.parametrize("native", [True, False], ids=["native", "python"])
