@@ -130,9 +130,7 @@ def test_foreign_keys_and_generated_columns_converge_from_mysql(fk_mysql, group)
     """From Oracle MySQL 9, whose SQL-layer foreign keys (``innodb_native_foreign_keys=OFF``) log
     the cascaded child rows, flagged NO_FOREIGN_KEY_CHECKS, ahead of the parent row whose change
     caused them: the job applies them with the target's foreign key checks off
-    (tests/integration/test_rdb_fk_checks.py), which needs capture to record the flag (``fkChecks``
-    in the Dml). Until capture does, this is an expected failure; it runs for real once it does."""
+    (tests/integration/test_rdb_fk_checks.py), as capture records the flag (``fkChecks: false``)."""
     records = all_records(str(load_config(str(fk_mysql["cfg"])).store_dir()))
-    if not any("fkChecks" in r for r in records):
-        pytest.xfail("capture does not record the rows event's NO_FOREIGN_KEY_CHECKS flag yet (Dml fkChecks)")
+    assert any(r.get("fkChecks") is False for r in records)
     _converges(fk_mysql, group)
