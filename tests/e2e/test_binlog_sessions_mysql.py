@@ -1,4 +1,5 @@
-"""A real Oracle MySQL source's session settings, mirrored into MySQL with 4 partitions (the long form, ``SLUICE_E2E_FULL=1``, also with 1).
+"""A real Oracle MySQL source's session settings, mirrored into MySQL with 4 partitions (also with 1
+in the long form, ``SLUICE_E2E_FULL=1``).
 
 The production settings MySQL users turn on per session or server: ``binlog_transaction_compression``
 (zstd transaction payloads), ``binlog_row_value_options=PARTIAL_JSON`` (JSON diffs), XA
