@@ -35,19 +35,26 @@ def _nothing() -> None:
     pass
 
 
+def _same(p: Position) -> Position:
+    return p
+
+
 class Batcher:
     """Feed reader items in order; batches are appended to ``store`` as they fill up."""
 
     def __init__(self, store: BatchStore, limits: BatchLimits, start: Position, clock: Any = time.monotonic,
-                 sink: Any = None, idle: Any = None):
+                 sink: Any = None, idle: Any = None, stamp: Any = None):
         """``sink(lines, rows=, ddl=, start=, end=, split=)`` stores a batch; by default
         ``store.append_lines`` (synchronously; the runner passes an ``AsyncAppender``).
         ``idle()``: called on a heartbeat when nothing is pending (default ``store.keep_alive``:
-        the Kafka store restates its position before retention can delete its newest record)."""
+        the Kafka store restates its position before retention can delete its newest record).
+        ``stamp(position)``: what every stored ``end`` becomes (the runner adds the server and the
+        file's creation time, :mod:`identity`); called once per batch."""
         self.store, self.limits, self.clock = store, limits, clock
         self.sink = sink or store.append_lines
         # with a sink of its own (another thread), the store is not called from this one
         self.idle = idle or (store.keep_alive if sink is None else _nothing)
+        self.stamp = stamp or _same
         self.enc = LineEncoder()
         self.last_end = start
         self.next_id = start.next_id
@@ -194,7 +201,7 @@ class Batcher:
 
     def finish(self) -> None:
         """Store what is complete (end of ``--once``); an open transaction stays unstored."""
-        if self.batch_end is not None and (self.batch or self.batch_end != self.last_end):
+        if self.batch_end is not None and (self.batch or self.stamp(self.batch_end) != self.last_end):
             self._flush()
 
     # ---- writing ---------------------------------------------------------------------
@@ -206,6 +213,7 @@ class Batcher:
 
     def _append(self, lines: list[bytes], rows: int, store_rows: int, ddl: list[int], end: Position,
                 split: bool) -> None:
+        end = self.stamp(end)
         self.sink(lines, rows=store_rows, ddl=tuple(ddl), start=self.last_end.to_dict(), end=end.to_dict(),
                   split=split)
         self.last_end = end

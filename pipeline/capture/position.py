@@ -14,6 +14,10 @@ A position is a plain JSON object:
 * ``xa`` (only while XA transactions are prepared and undecided): per transaction its XID (hex of
   ``events.xid_key``) and where its PREPARE group starts (``logfile``, ``logpos``, ``gtid``
   before it); a resumed capture reads those groups again and holds them until their decision.
+* ``serverId``, ``serverUuid`` (MySQL), ``fileTs``: the server the coordinates belong to and the
+  timestamp of ``logfile``'s format description event (when the file was created): a file of the
+  same name on another server, or after a reset, is another file (:mod:`identity`). Positions
+  stored before these keys existed lack them and are still read.
 """
 
 from __future__ import annotations
@@ -40,6 +44,9 @@ class Position:
     skip_events: int = 0
     split_gtid: str | None = None
     xa: tuple = ()
+    server_id: int | None = None
+    server_uuid: str | None = None
+    file_ts: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"logfile": self.logfile, "logpos": self.logpos, "gtid": self.gtid,
@@ -49,6 +56,12 @@ class Position:
             d["splitGtid"] = self.split_gtid
         if self.xa:
             d["xa"] = [dict(x) for x in self.xa]
+        if self.server_id is not None:
+            d["serverId"] = self.server_id
+        if self.server_uuid:
+            d["serverUuid"] = self.server_uuid
+        if self.file_ts:
+            d["fileTs"] = self.file_ts
         return d
 
     @classmethod
@@ -56,7 +69,9 @@ class Position:
         try:
             return cls(logfile=str(d["logfile"]), logpos=int(d["logpos"]), gtid=d.get("gtid") or None,
                        next_id=int(d.get("nextId", 1)), skip_events=int(d.get("skipEvents", 0)),
-                       split_gtid=d.get("splitGtid"), xa=tuple(d.get("xa") or ()))
+                       split_gtid=d.get("splitGtid"), xa=tuple(d.get("xa") or ()),
+                       server_id=None if d.get("serverId") is None else int(d["serverId"]),
+                       server_uuid=d.get("serverUuid") or None, file_ts=int(d.get("fileTs") or 0) or None)
         except (KeyError, TypeError, ValueError) as e:
             raise PositionError(f"the stored capture position {d!r} is not a capture position ({e})",
                                 hint="set a valid start position (see docs/capture.md)") from None

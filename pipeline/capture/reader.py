@@ -25,6 +25,7 @@ from .decoder import DecodeError, PyStream
 from .dml import json_text
 from .events import EVENT_CLASSES, NO_FOREIGN_KEY_CHECKS_F, RawRowsEv, TableMapEv, xid_text
 from .framer import Framer
+from .identity import check_file
 from .items import Item, Rows, map_error, partial_update
 from .native import load, parse_table_map, plan_for
 from .position import GtidState, Position, binlog_key
@@ -41,6 +42,7 @@ class ReaderOptions:
     stop_at: Position | None = None
     resume_by: str = "auto"          # auto | gtid | file
     filter: TableFilter = TableFilter()
+    config_file: str = "sluice.yml"  # named in the fix of a refusal
 
 
 class BinlogReader:
@@ -157,9 +159,14 @@ class BinlogReader:
                     len(pairs), partial=partial, fk_off=fk_off)
 
     def on_format(self, ev: Any, logfile: str) -> None:
-        """A binlog file's format description (its timestamp identifies the file)."""
+        """A binlog file's format description (its timestamp identifies the file). Resuming by file
+        and offset, the start file's must be the stored file's (:func:`identity.check_file`): the
+        check runs here, before anything of that file is handed on."""
+        first = logfile not in self.formats
         if ev.start == 4 or not self.formats.get(logfile):
             self.formats[logfile] = ev.ts
+        if first and self.resume_mode() == "file":
+            check_file(self.start, logfile, ev.ts, self.opts.config_file)
 
     # ---- prepared XA transactions ---------------------------------------------------
 

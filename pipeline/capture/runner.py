@@ -6,7 +6,10 @@ position unless a target was applied to from this source before: :mod:`pipeline.
 the start is recorded first), and logs a progress line every few seconds and a
 summary at the end. ``--once`` stops at the server's end position seen at start;
 ``--follow`` runs until interrupted, and on a lost connection resumes from the last
-stored position (never from an in-memory one).
+stored position (never from an in-memory one). Each start and each reconnect first decides
+how that position is resumed on the server that answers (:mod:`identity`: by file and offset
+on the server it was read from, by GTID on another one, or refused), and every stored
+position names that server and its file's creation time.
 """
 
 from __future__ import annotations
@@ -15,18 +18,21 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import pymysql
+
 from pipeline.config import Config
 from pipeline.errors import TransientError
 from pipeline.logs import get_logger, register_secret
-from pipeline.source.connect import connect
+from pipeline.source.connect import connect, is_transient
 from pipeline.store import open_store
 
 from . import fresh
 from .batcher import Batcher
+from .identity import Resume, resolve_start, stamp
 from .position import Position
 from .reader import BinlogReader, ReaderOptions
 from .rowcodec import CodecCache
-from .server_check import current_position, gtid_at, inspect_server, validate_start
+from .server_check import current_position, inspect_server
 from .writer import AsyncAppender
 
 log = get_logger("capture")
@@ -91,10 +97,9 @@ def run_capture(cfg: Config, *, follow: bool = False, max_batches: int | None = 
                 fresh.refuse_resumed_store(store, stored)
             else:
                 start = Position.from_dict(stored)
-            validate_start(conn, info.flavor, start)
-            if start.gtid is None and info.flavor == "mariadb":
-                start = start.with_(gtid=gtid_at(conn, info.flavor, start.logfile, start.logpos))
-            if stored is None:
+            resume = resolve_start(conn, info.flavor, start, src.resumeBy, cfg.file)
+            if stored is None:  # recorded once it is known to be on the server (a --from may not be)
+                start = start.with_(gtid=resume.position.gtid)
                 store.set_start_position(start.to_dict())
             stop_at = None if follow else current_position(conn, info.flavor)
         finally:
@@ -103,19 +108,27 @@ def run_capture(cfg: Config, *, follow: bool = False, max_batches: int | None = 
         say = log.debug if quiet else log.info
         say("capture starting", source=f"{src.host}:{src.port}", flavor=info.flavor, version=info.version,
             mode="follow" if follow else "once", start=start.text(), stop_at=stop_at and stop_at.text())
+        _say_failover(resume)
         codecs = CodecCache()
         totals = [0, 0, 0]
         stopped = "end of binlog"
         reconnects = 0
         appender = AsyncAppender(store)
         try:
+            again: Position | None = None  # after a lost connection: the stored position, resolved again
             while True:
-                opts = ReaderOptions(follow=follow, stop_at=stop_at, resume_by=src.resumeBy, filter=src.filter)
-                reader = BinlogReader(src, info.flavor, start, opts, codecs)
-                batcher = Batcher(store, cfg.store.batch, start, sink=appender.append, idle=appender.keep_alive)
-                progress = _Progress(progress_every)
+                batcher: Batcher | None = None
                 try:
                     try:
+                        if again is not None:
+                            resume = _resolve_again(cfg, info.flavor, again)
+                            again = None
+                        opts = ReaderOptions(follow=follow, stop_at=stop_at, resume_by=resume.mode, filter=src.filter,
+                                             config_file=cfg.file)
+                        reader = BinlogReader(src, info.flavor, resume.read_from(), opts, codecs)
+                        batcher = Batcher(store, cfg.store.batch, resume.position, sink=appender.append,
+                                          idle=appender.keep_alive, stamp=_stamper(resume, reader))
+                        progress = _Progress(progress_every)
                         for item in reader:
                             batcher.feed(item)
                             if max_batches is not None and totals[0] + batcher.batches >= max_batches:
@@ -128,7 +141,7 @@ def run_capture(cfg: Config, *, follow: bool = False, max_batches: int | None = 
                         stopped = "interrupted"
                     appender.drain()
                 except TransientError as e:
-                    if batcher.batches:  # this connection made progress: a new fault, not the same one
+                    if batcher is not None and batcher.batches:  # this connection made progress: a new fault
                         reconnects = 0
                     if not follow or reconnects >= MAX_RECONNECTS or stopped != "end of binlog":
                         raise  # (stopped: Ctrl-C or --max-batches ended the loop, and the store then failed)
@@ -137,12 +150,13 @@ def run_capture(cfg: Config, *, follow: bool = False, max_batches: int | None = 
                                 error=e.message, attempt=reconnects)
                     appender.drain()  # what was handed to the writer is stored before we look
                     time.sleep(min(30.0, 0.25 * 2 ** min(reconnects, 7)))
-                    start = Position.from_dict(store.last_position() or first.to_dict())
+                    again = Position.from_dict(store.last_position() or first.to_dict())
                     continue
                 finally:
-                    totals[0] += batcher.batches
-                    totals[1] += batcher.rows
-                    totals[2] += batcher.transactions
+                    if batcher is not None:
+                        totals[0] += batcher.batches
+                        totals[1] += batcher.rows
+                        totals[2] += batcher.transactions
                 start = batcher.last_end
                 break
         finally:
@@ -155,3 +169,38 @@ def run_capture(cfg: Config, *, follow: bool = False, max_batches: int | None = 
     say("capture done", **{k: v for k, v in summary.to_dict().items() if k not in ("start", "end")},
         end_position=start.text())
     return summary
+
+
+def _resolve_again(cfg: Config, flavor: str, stored: Position) -> Resume:
+    """After a lost connection: how ``stored`` resumes on the server that answers now (it may be
+    another one: an address moved to a promoted replica). A broken connection is transient."""
+    conn = connect(cfg.source, transient=True)
+    try:
+        resume = resolve_start(conn, flavor, stored, cfg.source.resumeBy, cfg.file)
+    except pymysql.MySQLError as e:
+        if is_transient(e):
+            raise TransientError(f"the source connection was lost while checking the position: {e.args[-1]}",
+                                 hint="capture resumes from the last stored position") from None
+        raise
+    finally:
+        conn.close()
+    _say_failover(resume)
+    return resume
+
+
+def _say_failover(resume: Resume) -> None:
+    if resume.failover:
+        p = resume.position
+        log.warning("the source is another server than the one the stored position was read from: resuming by "
+                    "GTID", server=resume.server.text(), stored_position=f"{p.logfile}:{p.logpos}",
+                    stored_server=f"server_id {p.server_id}" + (f", server_uuid {p.server_uuid}" if p.server_uuid
+                                                                 else ""), gtid=p.gtid)
+
+
+def _stamper(resume: Resume, reader: BinlogReader):
+    """What the batcher does to each position it stores: name the server and the file's creation time."""
+    formats = reader.formats
+
+    def stamped(p: Position) -> Position:
+        return stamp(p, resume.server).with_(file_ts=formats.get(p.logfile))
+    return stamped

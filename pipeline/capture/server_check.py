@@ -34,6 +34,27 @@ CHECKED_VARIABLES = (
 
 
 @dataclass(frozen=True)
+class ServerId:
+    """A server as capture tells servers apart: ``@@server_id`` and (MySQL) ``@@server_uuid``."""
+
+    server_id: int
+    uuid: str | None = None
+
+    def text(self) -> str:
+        return f"server_id {self.server_id}" + (f", server_uuid {self.uuid}" if self.uuid else "")
+
+
+def server_identity(cur, flavor: str) -> ServerId:
+    """The connected server's identity (MariaDB has no server UUID)."""
+    if flavor == "mysql":
+        cur.execute("SELECT @@GLOBAL.server_id, @@GLOBAL.server_uuid")
+        sid, uuid = cur.fetchone()
+        return ServerId(int(sid), str(uuid))
+    cur.execute("SELECT @@GLOBAL.server_id")
+    return ServerId(int(cur.fetchone()[0]))
+
+
+@dataclass(frozen=True)
 class ServerInfo:
     """What capture needs to know about the source."""
 
@@ -138,7 +159,8 @@ def master_status(cur) -> tuple:
 
 
 def current_position(conn: pymysql.connections.Connection, flavor: str) -> Position:
-    """The server's current end of binlog, with its GTID state (where ``--once`` stops)."""
+    """The server's current end of binlog, with its GTID state (where ``--once`` stops) and the
+    server's identity."""
     with conn.cursor() as cur:
         row = master_status(cur)
         logfile, logpos = row[0], int(row[1])
@@ -147,7 +169,9 @@ def current_position(conn: pymysql.connections.Connection, flavor: str) -> Posit
             gtid = (cur.fetchone() or [None])[0]
         else:
             gtid = row[4] if len(row) > 4 else None
-        return Position(logfile=logfile, logpos=logpos, gtid=(gtid or "").replace("\n", "") or None)
+        server = server_identity(cur, flavor)
+        return Position(logfile=logfile, logpos=logpos, gtid=(gtid or "").replace("\n", "") or None,
+                        server_id=server.server_id, server_uuid=server.uuid)
 
 
 def gtid_at(conn: pymysql.connections.Connection, flavor: str, logfile: str, logpos: int) -> str | None:
@@ -159,30 +183,15 @@ def gtid_at(conn: pymysql.connections.Connection, flavor: str, logfile: str, log
         return (cur.fetchone() or [None])[0] or None
 
 
-def validate_start(conn: pymysql.connections.Connection, flavor: str, start: Position) -> None:
-    """PositionError unless the server still holds ``start``: its binlog file exists and
-    holds the offset, and (MariaDB) no domain in its GTID is ahead of the server's state."""
-    fix = ("take a new snapshot of the targets and set a new start position; capture never jumps to the "
-           "current position by itself")
+def validate_start(conn: pymysql.connections.Connection, start: Position, fix: str) -> None:
+    """PositionError unless the server still holds ``start``'s binlog file and offset (the GTIDs and
+    the file's identity are checked by :mod:`identity`)."""
     with conn.cursor() as cur:
         files = binary_logs(cur)
-        if start.logfile not in files:
-            oldest = min(files) if files else "none"
-            raise PositionError(f"the start position {start.text()} is not on the source: binlog {start.logfile} "
-                                f"was purged or never existed (oldest binlog: {oldest})", hint=fix)
-        if start.logpos > files[start.logfile]:
-            raise PositionError(f"the start position {start.text()} is past the end of {start.logfile} "
-                                f"({files[start.logfile]} bytes): the binlog was reset or replaced", hint=fix)
-        if flavor != "mariadb" or not start.gtid:
-            return
-        cur.execute("SELECT @@GLOBAL.gtid_binlog_state")
-        state = str((cur.fetchone() or [""])[0] or "")
-    newest: dict[str, int] = {}
-    for part in filter(None, (p.strip() for p in state.split(","))):
-        d, _s, n = part.split("-")
-        newest[d] = max(newest.get(d, 0), int(n))
-    for part in filter(None, (p.strip() for p in start.gtid.split(","))):
-        d, _s, n = part.split("-")
-        if int(n) > newest.get(d, 0):
-            raise PositionError(f"the start position {start.text()} is not on the source: GTID {part} is ahead "
-                                f"of the server's binlog state {state or '(empty)'}", hint=fix)
+    if start.logfile not in files:
+        oldest = min(files) if files else "none"
+        raise PositionError(f"the start position {start.text()} is not on the source: binlog {start.logfile} "
+                            f"was purged or never existed (oldest binlog: {oldest})", hint=fix)
+    if start.logpos > files[start.logfile]:
+        raise PositionError(f"the start position {start.text()} is past the end of {start.logfile} "
+                            f"({files[start.logfile]} bytes): the binlog was reset or replaced", hint=fix)

@@ -217,7 +217,7 @@ def _capture(cfg: Config, capture_fn: Callable[..., Any], rec: dict[str, Any]) -
             raise KeyboardInterrupt
     except SluiceError as e:
         rec["errors"].append(_error("capture", e))
-        log.error("capture failed", error=e.message)
+        log.error("capture failed", error=e.message, **({"fix": e.hint} if e.hint else {}))
     except KeyboardInterrupt:
         raise
     except Exception as e:  # noqa: BLE001 - recorded in the run log; the groups still run

@@ -126,3 +126,20 @@ def test_heartbeats_of_an_idle_source_ask_the_store_to_keep_alive(tmp_path):
         b.feed(Tick(None))  # the pending batch is stored
         b.feed(Tick(None))
         assert calls == [0.0, 2.0] and len(store.batches()) == 1
+
+
+def test_every_stored_end_names_the_server_and_the_files_creation(tmp_path):
+    """The runner's stamp (server id/UUID, the file's format description time) is on every batch end,
+    split parts included, and the next batch starts where the stamped end says."""
+    store = BatchStore(tmp_path / "store")
+    with store.capture_lock():
+        b = Batcher(store, BatchLimits(maxRows=4), START, Clock(),
+                    stamp=lambda p: p.with_(server_id=7, server_uuid="u-7", file_ts=1234))
+        for it in tx(1, 2, 100, 1) + tx(6, 4, 200, 2) + tx(1, 1, 300, 3):
+            b.feed(it)
+        b.finish()
+    metas = store.batches()
+    assert any(m.split for m in metas) and len(metas) > 2
+    assert all((m.end["serverId"], m.end["serverUuid"], m.end["fileTs"]) == (7, "u-7", 1234) for m in metas)
+    assert all(later.start == earlier.end for earlier, later in zip(metas, metas[1:], strict=False))
+    assert Position.from_dict(metas[-1].end).server_id == 7

@@ -1,0 +1,91 @@
+"""Positions name their server and their file's creation time (pipeline/capture/identity.py): the
+keys round-trip, positions stored before them still read, and the decisions that need no server."""
+
+from __future__ import annotations
+
+import pytest
+
+from pipeline.capture.events import FormatEv
+from pipeline.capture.identity import Resume, _agrees, _failover, check_file, same_server
+from pipeline.capture.position import Position
+from pipeline.capture.reader import BinlogReader, ReaderOptions
+from pipeline.capture.server_check import ServerId
+from pipeline.errors import PositionError
+
+OLD = {"logfile": "mysql-bin.000002", "logpos": 126914, "gtid": "0-101-144", "nextId": 77}
+
+
+def test_position_keys_round_trip_and_old_positions_still_read():
+    p = Position.from_dict(OLD)
+    assert (p.server_id, p.server_uuid, p.file_ts) == (None, None, None)
+    assert p.to_dict() == OLD  # an old position is written back as it was
+    q = p.with_(server_id=101, server_uuid="3e11fa47-71ca-11e1-9e33-c80aa9429562", file_ts=1700000000)
+    d = q.to_dict()
+    assert (d["serverId"], d["serverUuid"], d["fileTs"]) == (101, q.server_uuid, 1700000000)
+    assert Position.from_dict(d) == q
+
+
+def test_same_server_by_uuid_then_by_server_id():
+    mysql = ServerId(1, "aaaa")
+    assert same_server(Position("b.1", 4, server_id=1, server_uuid="aaaa"), mysql) is True
+    assert same_server(Position("b.1", 4, server_id=1, server_uuid="bbbb"), mysql) is False  # a clone's server_id
+    assert same_server(Position("b.1", 4, server_id=2), ServerId(2)) is True
+    assert same_server(Position("b.1", 4, server_id=2), ServerId(3)) is False
+    assert same_server(Position("b.1", 4), ServerId(3)) is None  # stored before positions named their server
+
+
+def test_the_start_files_format_description_must_be_the_stored_files():
+    start = Position("binlog.000001", 66289, "0-311-179", file_ts=1_795_000_000)
+    check_file(start, "binlog.000001", 1_795_000_000, "/etc/sluice/shop.yml")   # the same file
+    check_file(start, "binlog.000002", 1_795_000_999, "/etc/sluice/shop.yml")   # a later file
+    check_file(start.with_(file_ts=None), "binlog.000001", 1, "/etc/sluice/shop.yml")  # nothing to compare
+    with pytest.raises(PositionError) as e:
+        check_file(start, "binlog.000001", 1_795_000_600, "/etc/sluice/shop.yml")
+    msg = str(e.value)
+    assert "binlog binlog.000001 on the source is not the file the stored position binlog.000001:66289" in msg
+    assert "dated 2026-11-18 11:16:40 UTC, the stored file's 2026-11-18 11:06:40 UTC" in msg and "RESET" in msg
+    assert "fix: take a new snapshot: sluice bootstrap --config /etc/sluice/shop.yml --force" in msg
+
+
+def test_mariadb_gtid_state_at_the_coordinates_agrees_in_every_stored_domain():
+    assert _agrees("0-1-5", "0-1-5")
+    assert _agrees("0-1-5", "0-1-5,1-2-9")  # a domain the position does not track
+    assert not _agrees("0-1-5", "0-1-4")
+    assert not _agrees("0-1-5,1-2-9", "0-1-5")
+    assert not _agrees("0-1-5", None)  # not an event boundary
+
+
+def test_the_reader_checks_the_start_files_format_description_when_it_resumes_by_file():
+    """The format description event of the start file is compared before anything of that file is
+    handed on; resuming by GTID (a failover) there is no stored file to compare with."""
+    start = Position("binlog.000001", 66289, "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-179", file_ts=1_795_000_000)
+    fde = FormatEv(ts=1_795_000_600, start=-1, next=0, server_version="9.7.4")
+    reader = BinlogReader(None, "mysql", start, ReaderOptions(resume_by="file", config_file="s.yml"))
+    with pytest.raises(PositionError, match="binlog binlog.000001 on the source is not the file"):
+        reader.on_format(fde, "binlog.000001")
+    by_gtid = BinlogReader(None, "mysql", start, ReaderOptions(resume_by="gtid"))
+    by_gtid.on_format(fde, "binlog.000001")
+    assert by_gtid.formats == {"binlog.000001": 1_795_000_600}
+
+
+def test_a_failover_reads_by_gtid_from_no_coordinate_of_the_old_server():
+    stored = Position("mysql-bin.000002", 126914, "0-101-144", server_id=101, file_ts=1_795_000_000)
+    resume = Resume(stored, "gtid", ServerId(102), failover=True)
+    assert (resume.read_from().logfile, resume.read_from().logpos, resume.read_from().gtid) == ("", 4, "0-101-144")
+    assert Resume(stored, "file", ServerId(101)).read_from() == stored
+
+
+def test_a_failover_refuses_positions_it_cannot_resume_by_gtid_naming_why():
+    server = ServerId(102)
+    base = Position("mysql-bin.000002", 126914, "0-101-144", server_id=101)
+    cases = [
+        (base.with_(gtid=None), "the position has no GTID to resume by"),
+        (base.with_(skip_events=3, split_gtid="0-101-145"), "inside transaction 0-101-145 (3 of its rows events"),
+        (base.with_(xa=({"xid": "00", "logfile": "mysql-bin.000002", "logpos": 4},)),
+         "holds 1 prepared XA transaction(s) whose XA PREPARE groups are in the old server's binlog files"),
+    ]
+    for pos, why in cases:
+        with pytest.raises(PositionError) as e:
+            _failover(None, "mariadb", pos, server, "s.yml")  # refused before the server is asked
+        assert "the source is another server (server_id 102) than the one the stored position" in str(e.value)
+        assert why in str(e.value)
