@@ -8,6 +8,9 @@ follower that trails a replica), so they never touch the suite's shared services
     new = pair.promote()                             # the replica stops replicating and takes writes
     pair.close()                                     # both stopped, their files removed
 
+    one = start_server("mysql", tmp_path)            # one private server (a test may RESET its binlog)
+    one.close()
+
 Both servers are the suite's own services (scripts/svc/mariadb.py, scripts/svc/mysql.py) started
 with a services directory of their own under ``tmp``: the same binaries, settings, root password,
 time zone and TLS as the ``mariadb`` / ``mysql`` fixtures, each writing a binlog (the replica with
@@ -94,6 +97,11 @@ class Server:
         self.info = {**self.service.restart(self.ctx, self.info), "flavor": self.flavor}
         return self
 
+    def close(self) -> None:
+        """Stop it and remove its files (a server of :func:`start_server`)."""
+        self.stop()
+        shutil.rmtree(self.ctx.services_dir, ignore_errors=True)
+
     def gtid_executed(self) -> str:
         """The server's GTID state: MariaDB ``gtid_binlog_pos``, MySQL ``gtid_executed``."""
         var = "@@GLOBAL.gtid_binlog_pos" if self.flavor == "mariadb" else "@@GLOBAL.gtid_executed"
@@ -179,18 +187,35 @@ class Pair:
         shutil.rmtree(self.home, ignore_errors=True)
 
 
+def _server(flavor: str, home: Path, role: str, server_id: int, options: tuple[str, ...]) -> Server:
+    cls = {"mariadb": MariaDB, "mysql": MySQL}[flavor]
+    ctx = Ctx(services_dir=home / role, cache=Ctx.load().cache)
+    ctx.services_dir.mkdir(parents=True, exist_ok=True)
+    return Server(cls(role, server_id=server_id, source=True, extra=(*SMALL, *options)), ctx)
+
+
+def start_server(flavor: str, tmp: Path, *, server_id: int = 311, options: tuple[str, ...] = ()) -> Server:
+    """One private ``flavor`` source server in ``tmp`` (the suite's settings, its own binlog), for a
+    test that resets, restores or replaces it; :meth:`Server.close` stops it and removes its files."""
+    server = _server(flavor, Path(tmp) / f"{flavor}-single", "source", server_id, options)
+    spawned = len(SPAWNED)
+    try:
+        return server.start()
+    except BaseException:
+        for pid in SPAWNED[spawned:]:
+            stop_pid(pid)
+        shutil.rmtree(server.ctx.services_dir, ignore_errors=True)
+        raise
+
+
 def start_pair(flavor: str, tmp: Path, *, replica_options: tuple[str, ...] = (),
                primary_options: tuple[str, ...] = (), replicate: bool = True, server_ids: tuple[int, int] = (301, 302)
                ) -> Pair:
     """Start a ``flavor`` ("mariadb" or "mysql") primary and a GTID replica in ``tmp`` (both at once),
     configure replication, and (``replicate``) start it."""
-    cls = {"mariadb": MariaDB, "mysql": MySQL}[flavor]
     home = Path(tmp) / f"{flavor}-pair"
-    servers = []
-    for role, sid, opts in (("primary", server_ids[0], primary_options), ("replica", server_ids[1], replica_options)):
-        ctx = Ctx(services_dir=home / role, cache=Ctx.load().cache)
-        ctx.services_dir.mkdir(parents=True, exist_ok=True)
-        servers.append(Server(cls(role, server_id=sid, source=True, extra=(*SMALL, *opts)), ctx))
+    servers = [_server(flavor, home, role, sid, opts) for role, sid, opts in (
+        ("primary", server_ids[0], primary_options), ("replica", server_ids[1], replica_options))]
     spawned = len(SPAWNED)
     try:
         with ThreadPoolExecutor(2) as pool:
