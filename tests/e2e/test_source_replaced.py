@@ -3,10 +3,11 @@ but it is another file (``RESET MASTER`` / ``RESET BINARY LOGS AND GTIDS``, a se
 backup, another server at the same address). The worst case: the new file has grown past the
 stored offset, the offset falls on an event boundary in it, and the server's GTID numbering has
 moved past the stored GTIDs (a restored server's GTID state), so neither the file size nor the
-GTIDs give it away. ``sluice run`` must refuse by name (the file's creation time in its format
-description event), store nothing from the new file (so nothing of it is applied); on main it
-resumed inside the new file and the mirror diverged with exit 0. (The capture is what refuses:
-the first capture runs alone, no Spark, to keep the test short.)
+GTIDs give it away. Capture (what ``sluice run`` runs first) must refuse by name (the file's
+creation time in its format description event) and store nothing from the new file, so nothing of
+it is applied; on main it resumed inside the new file and the mirror diverged with exit 0.
+(Capture alone, no Spark, keeps the test short; ``sluice run`` logs the same refusal with its fix:
+tests/unit/test_ops_run_plan.py.)
 
 Each flavour runs on a private server (tests/support/replicas.py): the suite's shared source is
 never reset. MySQL runs by default, MariaDB (``RESET MASTER``) with ``SLUICE_E2E_FULL=1`` (CI time).
@@ -67,7 +68,7 @@ def test_a_replaced_binlog_is_refused_where_the_old_offset_is_an_event_boundary(
         assert fo.binlog_end(src)[0] == FIRST[flavor]
         assert pos["logpos"] in fo.event_starts(src, FIRST[flavor])
 
-        p = sluice("run", "--config", str(cfg), check=False)
+        p = sluice("capture", "--config", str(cfg), "--once", check=False)
         err = p.stderr
         assert p.returncode == 1, err[-3000:]
         assert f"binlog {FIRST[flavor]} on the source is not the file" in err, err[-3000:]

@@ -7,6 +7,7 @@ import threading
 from dataclasses import dataclass
 
 import pytest
+from structlog.testing import capture_logs
 
 from pipeline.config import parse_config
 from pipeline.errors import ConfigError, LockHeldError, SourceError, TargetMismatchError
@@ -337,3 +338,12 @@ def test_a_steady_stream_starts_spark_while_capture_runs_and_a_failed_run_does_n
     r = run_once(cfg, spark_factory=lambda rows: calls.append(("after", rows)), capture_fn=lambda cfg, follow: Cap(0),
                  sync_fn=FakeSync(store), with_source_lag=False, load_fn=lambda cfg, g: g, check_fn=check)
     assert r.record["status"] == "invalid" and not [c for c in calls if isinstance(c, tuple)]
+
+
+def test_a_capture_refusal_logs_its_fix(env):
+    """``sluice run`` prints a capture refusal's fix with it (the run log line had the message only)."""
+    cfg, store = env
+    with capture_logs() as logs:
+        _run(cfg, store, capture_error=SourceError("binlog b.1 is not the file", hint="take a new snapshot"))
+    failed = [e for e in logs if e["event"] == "capture failed"]
+    assert failed and failed[0]["fix"] == "take a new snapshot", logs
