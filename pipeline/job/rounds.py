@@ -11,8 +11,10 @@ round trip and a new Spark job), is the smallest of
 * ``spark.roundRows`` (at most this many rows per round);
 * ``spark.roundSeconds`` times the apply rate the group's recent rounds reached (units per
   second, an average that leans to the newest round), so a round takes about that long; half of
-  that for the first round of a process (its JVM is cold: no compiled code yet), and one batch
-  while no rate is known (a group's first round measures it);
+  that for the first round of a process (its JVM is cold: no compiled code yet); while no rate is
+  known (a group's first round, which measures it) ``spark.roundRows`` alone bounds it (a first
+  round of one batch made every new group's backlog a string of small rounds, each paying a Spark
+  job);
 * after a round that did not finish, half of what it tried, down to one batch; each round that
   then finishes doubles it again.
 
@@ -96,9 +98,8 @@ class RoundSizer:
     def budget(self) -> int:
         """Units the next round may take (at least one batch is taken whatever this says)."""
         b = self.max_rows
-        if not self.rate:
-            return 1  # one batch measures the rate
-        b = min(b, int(self.rate * self.target_s * (1.0 if self.group in _WARM else 0.5)))
+        if self.rate:  # else the first round, bounded by rows alone, measures the rate
+            b = min(b, int(self.rate * self.target_s * (1.0 if self.group in _WARM else 0.5)))
         if self.limit:
             b = min(b, self.limit)
         return max(1, b)

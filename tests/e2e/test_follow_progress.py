@@ -22,12 +22,12 @@ took at once).
 That soak (files and Kafka stores, several minutes each) runs with ``SLUICE_E2E_FULL=1`` only. The
 default run has its short form, :func:`test_follower_progresses_across_a_kill` (files store): a
 backlog of 10 batches (30k rows in 1,000-row transactions, no writer meanwhile). A cold follower's
-first round is one batch (no apply rate known yet: without bounded rounds it is the whole backlog,
-and the test fails there); its time from start to that ack, T, is the machine's price of a
-restart plus one batch. The follower is killed (kill -9 of its process group) while a later round
-is in progress; the restarted follower must ack within 1.5 T + 4 s (its first round is half of the
-one that was cut short, and at most what its rate allows a cold process), then the target equals
-the source.
+first round is one batch (no apply rate known yet: ``spark.roundRows`` of one batch bounds it;
+without bounded rounds it is the whole backlog, and the test fails there); its time from start to
+that ack, T, is the machine's price of a restart plus one batch. The follower is killed (kill -9 of
+its process group) while a later round is in progress; the restarted follower must ack within 1.5 T
++ 4 s (its first round is half of the one that was cut short, and at most what its rate allows a
+cold process), then the target equals the source.
 """
 
 from __future__ import annotations
@@ -183,6 +183,7 @@ def _short_deploy(tmp, mariadb, mariadb_target) -> dict:
                            batch_rows=SHORT_BATCH)
     raw = yaml.safe_load(cfg.read_text())
     raw["spark"]["roundSeconds"] = 2   # rounds well inside the fault interval
+    raw["spark"]["roundRows"] = SHORT_BATCH   # the first round (no rate known yet) is one batch
     cfg.write_text(yaml.safe_dump(raw, sort_keys=False))
     sluice("capture", "--config", str(cfg), "--once")   # the store starts at the binlog's end
     sysbench.create_database(mariadb, db)

@@ -28,7 +28,7 @@ def test_a_round_is_bounded_by_rows_and_by_seconds_at_the_recent_rate(tmp_path):
     rounds._WARM.discard("g1")
     s = RoundSizer.load(tmp_path, "g1", SparkConfig(roundRows=1000, roundSeconds=2.0))
     batches = [_meta(i, 300) for i in range(1, 11)]
-    assert s.take(batches) == 1, "no rate known yet: one batch measures it"
+    assert s.take(batches) == 3, "no rate known yet: roundRows alone bounds the round that measures it"
     s.begin(300)
     s.done(300, 0.5)                                              # 600 units/s, and the process is warm
     assert s.budget() == 1000 and s.take(batches) == 3            # 900 rows; a fourth batch would pass 1000
