@@ -327,10 +327,10 @@ def _barriers(store: ChangeLog, batches, dml, plan: GroupPlan, rows: list[dict] 
     The batch metadata lists each batch's barrier seqs, so only batches that have them are read
     (on the driver); a store written before that was recorded is scanned with Spark (DDL only).
     """
-    if rows is None:
+    if rows is None:  # the job's row schema has no event time (``es``): a DDL scanned here has none
+        cols = ["batchId", "seq", "database", "table", "type", "sql", *(["es"] if "es" in dml.columns else [])]
         rows = [r.asDict() for r in (dml.where(F.coalesce(F.col("isDdl"), F.lit(False)))
-                                     .select("batchId", "seq", "database", "table", "type", "sql", "es")
-                                     .orderBy("batchId", "seq").collect())]
+                                     .select(*cols).orderBy("batchId", "seq").collect())]
     out, positions, waived = [], [], []
     for r in rows:
         if r.get("isDdl") is False:  # a statement-format write or a partial row image
