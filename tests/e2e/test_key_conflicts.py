@@ -34,7 +34,7 @@ KAFKA_GROUPS = {"m1": ("maria", 1), "p4": ("pg", 4)} if matrix.FULL else {"m1": 
 #: (SLUICE_E2E_FULL=1: every kind with 1 and 4 partitions)
 #: transactions of the seeded workload (each of its 16 kinds commits about a dozen times)
 STEPS = 400
-MYSQL_GROUPS = matrix.groups({"y4": ("mysql", 4), "p1": ("pg", 1)})
+MYSQL_GROUPS = matrix.groups({"y4": ("mysql", 4)})
 
 
 def _deployed(tmp, servers: matrix.Servers, groups_of: dict, kafka: dict | None = None, mysql: bool = False):
