@@ -21,6 +21,7 @@ import pytest
 import yaml
 
 from tests.support.deploy import REPO, write_deployment
+from tests.support.matrix import FULL
 from tests.support.search import SearchServer
 
 CANAL_ES8 = REPO.parent / "shared" / "reference" / "canal-mappings" / "es8"
@@ -48,6 +49,16 @@ def run_sql(info: dict, *stmts: str) -> list[tuple]:
             return list(cur.fetchall())
     finally:
         conn.close()
+
+
+@pytest.fixture(scope="module", params=["elasticsearch", "opensearch"] if FULL else ["elasticsearch"])
+def search(request):
+    """The search server of this module's pipeline: Elasticsearch (CI budget; the adapter's OpenSearch
+    client is proven by the integration tier's ``search`` fixture and test_opensearch_join_sync.py),
+    both with SLUICE_E2E_FULL=1."""
+    server = SearchServer.open(request.param, request.getfixturevalue(request.param))
+    yield server
+    server.close()
 
 
 @pytest.fixture(scope="module")
