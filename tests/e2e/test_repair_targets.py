@@ -11,6 +11,7 @@ import pytest
 from tests.e2e.test_repair import _follow
 from tests.support.deploy import sluice
 from tests.support.faults import drop_deployment, last_json, make_deployment
+from tests.support.matrix import FULL
 
 
 def _wait_converged(dep, follower, timeout: float) -> None:
@@ -55,7 +56,7 @@ def _damage_hbase(dep) -> None:
         conn.close()
 
 
-@pytest.mark.parametrize("kind", ["es", "hbase"])
+@pytest.mark.parametrize("kind", ["es", "hbase"] if FULL else ["es"])  # CI budget
 def test_repair_of_an_index_and_an_hbase_table_while_writes_go_on(kind, tmp_path, mariadb, request):
     target = request.getfixturevalue({"es": "elasticsearch", "hbase": "hbase"}[kind])
     dep = make_deployment(kind, tmp_path, mariadb, target)
