@@ -22,9 +22,10 @@ from pipeline.config import BatchLimits
 from pipeline.errors import SourceError
 from pipeline.logs import get_logger
 from pipeline.store import BatchStore
+from pipeline.store.waivers import ROLLED_BACK
 
 from .dml import LineEncoder, partial_json, rows_json
-from .items import ROLLED_BACK, WHOLE, Begin, Commit, Item, RollbackTo, Rows, Savepoint, Statement, Tick
+from .items import WHOLE, Begin, Commit, Item, RollbackTo, Rows, Savepoint, Statement, Tick
 from .position import Position
 
 log = get_logger("capture")

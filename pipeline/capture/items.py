@@ -54,8 +54,6 @@ REFUSED_TYPES = {
 
 #: the savepoint every transaction starts with (a whole-transaction ROLLBACK rolls back to it)
 WHOLE = "\0transaction"
-#: the sql of the refusal records of a rolled-back transaction that wrote non-transactional tables
-ROLLED_BACK = "ROLLBACK"
 
 
 @dataclass(slots=True)

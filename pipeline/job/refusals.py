@@ -24,9 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline.capture.items import ROLLED_BACK
 from pipeline.errors import SluiceError
-from pipeline.store.waivers import covered
+from pipeline.store.waivers import ROLLED_BACK, covered
 
 #: target kinds that apply a partial UPDATE/DELETE by key exactly (ES rebuilds whole documents)
 PARTIAL_KINDS = ("rdb", "hbase")

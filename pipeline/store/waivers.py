@@ -20,6 +20,9 @@ from typing import Any
 from pipeline.source.binlog import binlog_key
 
 FILE = "waivers.json"
+#: the sql of the refusal records capture writes for a transaction the binlog keeps with a ROLLBACK
+#: (it wrote non-transactional tables); the job names that case apart from statement-format writes
+ROLLED_BACK = "ROLLBACK"
 
 
 def waivers(root: Path) -> dict[tuple[str, str], dict[str, Any]]:
