@@ -600,3 +600,12 @@ def test_dump_connection_killed_while_follow_and_syncs_run(deploy, mariadb, tmp_
         assert log.count("binlog connection lost") >= 3, log[-3000:]
         row.detail = f"{kills} KILLs of the dump thread, follow exit 130, 2 syncs exit 0 meanwhile"
         dep.converge(row)
+
+
+if not FULL:  # long forms (SLUICE_E2E_FULL=1; CI budget). A target that goes away mid-apply: HBase's
+    # Thrift and the MariaDB target here (Elasticsearch's 429s too; test_es_sync.py: rejected bulk
+    # items); batches applied twice: test_sync_mirror.py and test_hbase_sync.py replay from cursor 0
+    del test_elasticsearch_stopped_mid_apply
+    del test_same_batches_applied_twice
+    # capture SIGKILLed at random moments: test_capture_sysbench.py checks every record exactly once
+    del test_capture_sigkill
