@@ -21,16 +21,24 @@ TMP_SUFFIX = ".tmp"
 _TMP_RE = re.compile(r"^\.(.+)\.\d+\.[0-9a-f]{8}\.tmp$")
 # fsync on a directory is refused by a few network/FUSE file systems; nothing to do there.
 _DIR_FSYNC_UNSUPPORTED = {errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EBADF}
+# a write the file system refused: full, over quota, read-only, or the disk failed it
+_WRITE_FAILURES = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO, errno.EACCES, errno.EPERM}
 # os.link is refused by file systems without hard links; fall back to an existence check.
 _LINK_UNSUPPORTED = {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.ENOSYS}
 
 
 def not_writable(path: Path | str, e: OSError, what: str = "the batch store") -> StoreError:
-    """The one message for a store path this process cannot write (read-only, another owner, full)."""
+    """The one message for a store path this process cannot write (read-only, another owner, full,
+    a failing disk)."""
     where = Path(e.filename) if getattr(e, "filename", None) else Path(path)
     reason = e.strerror or type(e).__name__
-    if e.errno == errno.ENOSPC:
-        hint = f"free space on the file system of {where}"
+    if e.errno in (errno.ENOSPC, errno.EDQUOT):
+        hint = (f"free space on the file system of {where} (or raise the quota), then run the command "
+                "again: what it had not committed is written again, nothing committed is lost")
+    elif e.errno == errno.EIO:
+        hint = (f"the disk under {where} failed a write or an fsync: check the device (dmesg, SMART) and "
+                "`sluice store verify` (committed files are whole; the failed one was not committed), "
+                "then run the command again")
     else:
         hint = (f"check the owner and permissions of {where} (this process runs as uid {os.getuid()}) and that "
                 "its file system is mounted read-write")
@@ -65,21 +73,36 @@ def is_temp_name(name: str) -> bool:
 
 
 def write_temp(final: Path, data: bytes) -> Path:
-    """Write ``data`` to a fresh temp file beside ``final``, fsync it, return its path."""
+    """Write ``data`` to a fresh temp file beside ``final``, fsync it, return its path. A full
+    disk or a failed write or fsync raises :func:`not_writable`'s StoreError naming ``final``, and
+    the temp file is gone (a failed fsync is never retried: the page cache may have dropped the
+    data it could not write)."""
     tmp = temp_path(final)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except OSError as e:
+        raise _failed_write(final, e) from None
     try:
         view = memoryview(data)
         while view:
             written = os.write(fd, view)
             view = view[written:]
         os.fsync(fd)
-    except BaseException:
+    except BaseException as e:
         os.close(fd)
         _unlink_quiet(tmp)
+        if isinstance(e, OSError):
+            raise _failed_write(final, e) from None
         raise
     os.close(fd)
     return tmp
+
+
+def _failed_write(final: Path, e: OSError) -> StoreError | OSError:
+    """The StoreError for a write of ``final`` the file system refused; other errors as they are."""
+    if e.errno in _WRITE_FAILURES:
+        return not_writable(final, OSError(e.errno, e.strerror, str(final)))
+    return e
 
 
 def publish(tmp: Path, final: Path, *, overwrite: bool) -> None:
@@ -94,10 +117,15 @@ def publish(tmp: Path, final: Path, *, overwrite: bool) -> None:
             os.replace(tmp, final)
         else:
             _publish_new(tmp, final)
-    except BaseException:
+    except BaseException as e:
         _unlink_quiet(tmp)
+        if isinstance(e, OSError):
+            raise _failed_write(final, e) from None
         raise
-    fsync_dir(final.parent)
+    try:
+        fsync_dir(final.parent)
+    except OSError as e:
+        raise _failed_write(final.parent, e) from None
 
 
 def _publish_new(tmp: Path, final: Path) -> None:
