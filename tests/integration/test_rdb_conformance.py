@@ -1,9 +1,15 @@
-"""RDB writer conformance: the golden batches against real MariaDB, PostgreSQL and SQLite."""
+"""RDB writer conformance: the golden batches against real MariaDB, PostgreSQL and SQLite.
+
+MariaDB runs twice: as installed, and with the server's messages in German (``lc_messages =
+de_DE``, as a German-speaking DBA may set it): duplicate keys are told apart by error code, never
+by the English text, so every case must come out the same (issue #40, 3).
+"""
 
 from __future__ import annotations
 
 import sqlite3
 import uuid
+from contextlib import contextmanager
 from dataclasses import replace
 
 import psycopg
@@ -57,6 +63,8 @@ class Env:
 
 class MariaEnv(Env):
     family = "mysql"
+    #: the server's message language while this env is in use (None: as installed)
+    lc_messages: str | None = None
 
     def __init__(self, info: dict):
         self.info, self.schema = info, f"rdbt_{uuid.uuid4().hex[:8]}"
@@ -113,8 +121,33 @@ class SqliteEnv(Env):
         self.conn.close()
 
 
-@pytest.fixture(scope="module", params=["mariadb", "postgresql", "sqlite"])
+@contextmanager
+def server_messages(info: dict, language: str):
+    """The MariaDB server's ``lc_messages`` set globally (new sessions get it) while in use."""
+    admin = pymysql.connect(host=info["host"], port=info["port"], user=info["user"], password=info["password"],
+                            autocommit=True)
+    with admin.cursor() as cur:
+        cur.execute("SELECT @@GLOBAL.lc_messages")
+        before = cur.fetchone()[0]
+        cur.execute("SET GLOBAL lc_messages = %s", (language,))
+    try:
+        yield
+    finally:
+        with admin.cursor() as cur:
+            cur.execute("SET GLOBAL lc_messages = %s", (before,))
+        admin.close()
+
+
+@pytest.fixture(scope="module", params=["mariadb", "mariadb-de", "postgresql", "sqlite"])
 def env(request, tmp_path_factory):
+    if request.param == "mariadb-de":
+        info = request.getfixturevalue("mariadb_target")
+        with server_messages(info, "de_DE"):
+            e = MariaEnv(info)
+            e.lc_messages = "de_DE"
+            yield e
+            e.drop()
+        return
     if request.param == "mariadb":
         e = MariaEnv(request.getfixturevalue("mariadb_target"))
     elif request.param == "postgresql":
@@ -202,6 +235,8 @@ def test_secondary_unique_conflict_is_terminal(env):
     assert route.target_table in str(exc.value)
     if env.family != "postgresql":  # PostgreSQL's own DETAIL names the key instead
         assert "'2'" in str(exc.value)
+    if getattr(env, "lc_messages", None) == "de_DE":  # the writer's own session spoke German
+        assert "Doppelter Eintrag" in str(exc.value), exc.value
     assert env.rows(route, t.names) == [{"id": "1", "email": "a@x"}]
 
 
