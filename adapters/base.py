@@ -75,9 +75,13 @@ class DdlChange:
     #: the source's ``SHOW CREATE TABLE other.s`` is provably the one the statement copied, else
     #: ``("", why not)``; None when not looked up (adapters/rdb/like.py, pipeline/job/definitions.py)
     like: tuple[str, str] | None = None
-    #: the time zone to replay the statement in (the source's global one; capture does not store a
-    #: session's own zone yet): TIMESTAMP literals in DDL depend on it
+    #: the time zone to replay the statement in (its session's, from the binlog, else the source's
+    #: global one): TIMESTAMP literals in DDL depend on it
     time_zone: str = ""
+    #: the microseconds of the statement's start (``es`` holds the seconds), when the binlog has them:
+    #: a replay runs at the source's time (``SET timestamp``), so ``ADD COLUMN ... DEFAULT
+    #: CURRENT_TIMESTAMP(6)`` fills the existing rows as the source did
+    usec: int | None = None
 
 
 @dataclass(frozen=True)

@@ -170,6 +170,8 @@ def apply_ddl(w: RdbWriter, route: RdbTable | None, ddl: DdlChange) -> None:
                                   table=ddl.table)  # for a LIKE's scratch definition (adapters/rdb/like.py)
             if ddl.time_zone:  # TIMESTAMP literals mean an instant in the source's zone
                 _time_zone(w, cur, ddl)
+            if ddl.es:  # the source's clock: CURRENT_TIMESTAMP in the statement is its start time
+                cur.execute(f"SET SESSION timestamp = {statement_time(ddl)}")
             try:
                 if outside is not None:
                     like.replay(w, cur, ddl, sql, target_db, outside, collate)
@@ -181,11 +183,13 @@ def apply_ddl(w: RdbWriter, route: RdbTable | None, ddl: DdlChange) -> None:
                     raise
                 log.info("ddl already applied", database=target_db, table=ddl.table, kind=ddl.kind,
                          error=db_text(e, w.dialect))
+            if ddl.es:  # the ledger's applied_at is this machine's time
+                cur.execute("SET SESSION timestamp = DEFAULT")
             if ddl.seq != (0, 0, 0):
                 cur.execute(f"UPDATE {qdb}.{LOG_TABLE} SET done = 1, applied_at = CURRENT_TIMESTAMP(6) "
                             "WHERE source_db = %s AND seq = %s AND sql_sha1 = %s", mark)
             done = True
-            restored = _home(cur, home)
+            restored = _home(cur, home, w)
         finally:
             cur.close()
     except SluiceError:  # a refused collation, an unreachable source: said already
@@ -242,17 +246,28 @@ def _ledger(cur, engine, target_db: str) -> None:
     _LEDGERS.add(key)
 
 
-def _home(cur, home: str | None) -> bool:
-    """Back to the connection's own database, so the pool may hand it out again (a new connection
-    costs a login and a TLS context); False when it cannot be (no database in the URL, or the
-    statement dropped it): the connection is then discarded."""
+def _home(cur, home: str | None, w: RdbWriter) -> bool:
+    """Back to the connection's own database and session (the replay's time zone and clock undone),
+    so the pool may hand it out again (a new connection costs a login and a TLS context); False when
+    it cannot be (no database in the URL, or the statement dropped it): the connection is then
+    discarded."""
     if not home:
         return False
     try:
         cur.execute("USE " + quote_ident(home))
+        cur.execute("SET SESSION timestamp = DEFAULT")
+        for stmt in w.dialect.session_sql:
+            cur.execute(stmt)
     except Exception:  # noqa: BLE001 - discarded instead
         return False
     return True
+
+
+def statement_time(ddl: DdlChange) -> str:
+    """The statement's start on the source's clock as ``SET timestamp`` takes it: the event's
+    seconds and, when the binlog recorded them, its microseconds (else ``es``'s milliseconds)."""
+    usec = ddl.usec if ddl.usec is not None else ddl.es % 1000 * 1000
+    return f"{ddl.es // 1000}.{usec:06d}"
 
 
 def _forget_ledger_on_error(engine, target_db: str, ok: bool) -> None:

@@ -23,7 +23,7 @@ pub enum Item {
     TableMap { table_id: u64, packet: Vec<u8>, ts: u32, start: u64, next: u64 },
     Gtid { ts: u32, start: u64, next: u64, gtid: String, flags: u8, mariadb: bool, xid: Option<Vec<u8>> },
     Xid { ts: u32, start: u64, next: u64 },
-    Query { ts: u32, start: u64, next: u64, schema: Vec<u8>, query: Vec<u8> },
+    Query { ts: u32, start: u64, next: u64, schema: Vec<u8>, query: Vec<u8>, status: Vec<u8> },
     XaPrepare { ts: u32, start: u64, next: u64, one_phase: bool, xid: Vec<u8> },
     Rotate { ts: u32, pos: u64, file: String },
     Annotate { ts: u32, sql: Vec<u8> },
@@ -238,7 +238,8 @@ impl Parser {
                 let schema = body.get(s..s + schema_len).ok_or("short query event")?.to_vec();
                 let text = body.get(s + schema_len + 1..).unwrap_or(&[]);
                 let query = if etype == 165 { mariadb_uncompress(text)? } else { text.to_vec() };
-                out.push(Item::Query { ts, start, next, schema, query });
+                let status = body[post..s].to_vec(); // status variables: pipeline/capture/statusvars.py
+                out.push(Item::Query { ts, start, next, schema, query, status });
             }
             162 => {
                 if body.len() < 13 {

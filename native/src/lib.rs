@@ -157,8 +157,8 @@ fn to_py(py: Python<'_>, item: Item) -> PyResult<(usize, Bound<'_, PyTuple>)> {
             (4, (ts, start, next, gtid, flags, mariadb, ob(xid)).into_pyobject(py)?)
         }
         Item::Xid { ts, start, next } => (5, (ts, start, next).into_pyobject(py)?),
-        Item::Query { ts, start, next, schema, query } => {
-            (6, (ts, start, next, b(&schema), b(&query)).into_pyobject(py)?)
+        Item::Query { ts, start, next, schema, query, status } => {
+            (6, (ts, start, next, b(&schema), b(&query), b(&status)).into_pyobject(py)?)
         }
         Item::XaPrepare { ts, start, next, one_phase, xid } => {
             (7, (ts, start, next, one_phase, b(&xid)).into_pyobject(py)?)

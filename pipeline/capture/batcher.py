@@ -91,7 +91,7 @@ class Batcher:
             s: Statement = item  # type: ignore[assignment]
             line = self.enc.statement(s.kind, s.database, s.table, s.is_ddl, s.sql, s.ts, _now_ms(),
                                       self.tx_begin.gtid if self.tx_begin else None, s.logfile, s.logpos,
-                                      self.next_id)
+                                      self.next_id, s.session)
             self.next_id += 1
             if s.is_ddl or s.dml:  # a barrier (the job reads these records on the driver)
                 self.tx_ddl.append(len(self.tx))

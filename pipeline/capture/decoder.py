@@ -233,7 +233,8 @@ class PyStream:
             s = post + _le(body[11:13])
             schema = body[s:s + body[8]]
             text = body[s + body[8] + 1:]
-            out.append(QueryEv(ts, start, nxt, schema, mariadb_uncompress(text) if etype == 165 else text))
+            out.append(QueryEv(ts, start, nxt, schema, mariadb_uncompress(text) if etype == 165 else text,
+                               body[post:s]))
         elif etype == 162:
             out.append(self._mariadb_gtid(body, ts, start, nxt, server_id))
         elif etype == 33:

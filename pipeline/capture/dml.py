@@ -13,6 +13,8 @@ import re
 from typing import Any
 
 from .rowcodec import TableCodec
+from .statusvars import NONE as NO_SESSION
+from .statusvars import Session
 
 _IDENT = r"(?:`(?:[^`]|``)+`|[\w$]+)"
 _NAME = rf"({_IDENT})(?:\s*\.\s*({_IDENT}))?"
@@ -87,11 +89,18 @@ def rows_records(kind: str, codec: TableCodec, rows: list[Any], sql: str, es: in
 
 
 def statement_record(kind: str, database: str, table: str, is_ddl: bool, sql: str, es: int, ts: int,
-                     gtid: str | None, logfile: str, logpos: int, rec_id: int) -> dict[str, Any]:
-    """A DDL (or other statement) Dml: no rows, ``sql`` holds the statement."""
-    return {"id": rec_id, "database": database, "table": table, "pkNames": None, "isDdl": is_ddl,
-            "type": kind, "es": es, "ts": ts, "sql": sql, "sqlType": None, "mysqlType": None,
-            "data": None if is_ddl else [], "old": None, "gtid": gtid, "logfile": logfile, "logpos": logpos}
+                     gtid: str | None, logfile: str, logpos: int, rec_id: int,
+                     session: Session = NO_SESSION) -> dict[str, Any]:
+    """A DDL (or other statement) Dml: no rows, ``sql`` holds the statement; ``timeZone`` and
+    ``usec`` (the session's zone, the start time's microseconds) when its event has them."""
+    rec = {"id": rec_id, "database": database, "table": table, "pkNames": None, "isDdl": is_ddl,
+           "type": kind, "es": es, "ts": ts, "sql": sql, "sqlType": None, "mysqlType": None,
+           "data": None if is_ddl else [], "old": None, "gtid": gtid, "logfile": logfile, "logpos": logpos}
+    if session.time_zone is not None:
+        rec["timeZone"] = session.time_zone
+    if session.usec is not None:
+        rec["usec"] = session.usec
+    return rec
 
 
 # ---- encoded records: what the batcher hands to the store (BatchStore.append_lines) ----------
@@ -153,5 +162,6 @@ class LineEncoder:
 
     @staticmethod
     def statement(kind: str, database: str, table: str, is_ddl: bool, sql: str, es: int, ts: int,
-                  gtid: str | None, logfile: str, logpos: int, rec_id: int) -> bytes:
-        return _j(statement_record(kind, database, table, is_ddl, sql, es, ts, gtid, logfile, logpos, rec_id))[:-1]
+                  gtid: str | None, logfile: str, logpos: int, rec_id: int, session: Session = NO_SESSION) -> bytes:
+        return _j(statement_record(kind, database, table, is_ddl, sql, es, ts, gtid, logfile, logpos, rec_id,
+                                   session))[:-1]

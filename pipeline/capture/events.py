@@ -105,6 +105,8 @@ class QueryEv(NamedTuple):
     next: int
     schema: bytes
     query: bytes
+    #: the status-variable block (the session's time zone, the start microseconds: statusvars.py)
+    status: bytes = b""
 
 
 class XaPrepareEv(NamedTuple):

@@ -59,6 +59,7 @@ from .events import (
 from .items import WHOLE, Begin, Commit, RollbackTo, Rows, Savepoint, Statement, Tick, refuse_event, server_error
 from .position import binlog_key
 from .statements import statement_writes
+from .statusvars import session_of
 from .xa import XaBook, parse_xa_statement, savepoint_name
 
 if TYPE_CHECKING:
@@ -145,7 +146,8 @@ class Framer:
                             yield RollbackTo(WHOLE, self.logfile, start)
                         schema = ev.schema.decode("utf-8", "replace")
                         if explicit and not is_end:
-                            found = self._in_tx(q, head, schema, start, ts, first_tx and tx_events < self.skip)
+                            found = self._in_tx(q, head, schema, start, ts, first_tx and tx_events < self.skip,
+                                                ev.status)
                             if hold is not None:
                                 hold.extend(found)
                             else:
@@ -157,7 +159,7 @@ class Framer:
                                 yield Begin(None, self.logfile, start, gtids.text(), ts * 1000, xa.held())
                             decided = parse_xa_statement(q)
                             if decided is None:
-                                yield from self._statement(q, schema, start, ts)
+                                yield from self._statement(q, schema, start, ts, ev.status)
                             elif decided[0] == "COMMIT":
                                 yield from self._committed(xa.decide(decided[1], f"{self.logfile}:{start}", q),
                                                            start, self.skip if first_tx else 0)
@@ -231,7 +233,7 @@ class Framer:
                 item.logfile, item.logpos = self.logfile, start
             yield item
 
-    def _in_tx(self, q: str, head: str, schema: str, start: int, ts: int, skipping: bool) -> list:
+    def _in_tx(self, q: str, head: str, schema: str, start: int, ts: int, skipping: bool, status: bytes) -> list:
         """The items for a statement inside a transaction (``skipping``: inside the part of a split
         transaction that is stored already: a savepoint there cannot be undone any more, a ROLLBACK TO
         or a statement there was dealt with when that part was stored)."""
@@ -241,12 +243,12 @@ class Framer:
             return []
         if head.startswith("ROLLBACK TO"):
             return [RollbackTo(savepoint_name(q), self.logfile, start)]
-        ddl = self._ddl_in_tx(q, schema, start, ts)
+        ddl = self._ddl_in_tx(q, schema, start, ts, status)
         if ddl is not None:
             return ddl
         return self._dml_statements(q, schema, start, ts)
 
-    def _ddl_in_tx(self, q: str, schema: str, start: int, ts: int) -> list | None:
+    def _ddl_in_tx(self, q: str, schema: str, start: int, ts: int, status: bytes) -> list | None:
         """DDL logged inside a transaction: MySQL 8.0.21+ logs ``CREATE TABLE ... SELECT`` (atomic
         DDL) as ``CREATE TABLE ... START TRANSACTION`` followed by the rows; MariaDB logs it ahead of
         its rows in one group. The table's DDL, stored as such (the statement without the trailing
@@ -258,20 +260,21 @@ class Framer:
             return None
         if not (self.r.included(db, table) if table else self.r.included(db, "")):
             return []
-        return [Statement(dkind, db, table, True, _START_TX.sub("", q), self.logfile, start, ts * 1000)]
+        return [Statement(dkind, db, table, True, _START_TX.sub("", q), self.logfile, start, ts * 1000,
+                          session=session_of(status))]
 
     def _dml_statements(self, q: str, schema: str, start: int, ts: int) -> list:
         """A statement-format write: one record per stored table it may write (its groups refuse it)."""
         return [Statement("QUERY", db, table, False, q, self.logfile, start, ts * 1000, dml=True)
                 for db, table in statement_writes(q, schema) if not table or self.r.included(db, table)]
 
-    def _statement(self, q: str, schema: str, start: int, ts: int) -> Iterator:
+    def _statement(self, q: str, schema: str, start: int, ts: int, status: bytes) -> Iterator:
         """A statement that is a transaction of its own: DDL, or a statement-format write."""
         dkind, db, table, is_ddl = classify_ddl(q, schema)
         if not is_ddl:
             yield from self._dml_statements(q, schema, start, ts)
         elif self.r.included(db, table) if table else self.r.included(db, ""):
-            yield Statement(dkind, db, table, is_ddl, q, self.logfile, start, ts * 1000)
+            yield Statement(dkind, db, table, is_ddl, q, self.logfile, start, ts * 1000, session=session_of(status))
 
     def _origin(self, start: int) -> dict:
         """Where a transaction's group starts: a restart reads a held XA transaction from there."""

@@ -22,6 +22,8 @@ from pipeline.source.connect import BINLOG_TRANSIENT_CODES
 
 from .position import Position
 from .rowcodec import TableCodec
+from .statusvars import NONE as NO_SESSION
+from .statusvars import Session
 
 #: event types that carry nothing capture stores (statement-format context, file headers,
 #: checkpoints, GTID bookkeeping, the file data of a LOAD DATA whose statement is refused by name)
@@ -114,6 +116,8 @@ class Statement:
     logpos: int
     ts: int
     dml: bool = False    # a statement-format write (its groups refuse it)
+    #: DDL: the session's time zone and start microseconds, when the event says (statusvars.py)
+    session: Session = NO_SESSION
 
 
 @dataclass(slots=True)

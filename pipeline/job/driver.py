@@ -345,7 +345,8 @@ def _barriers(store: ChangeLog, batches, dml, plan: GroupPlan, rows: list[dict] 
             continue
         positions.append((r["batchId"], r["seq"]))
         ddl = DdlChange(r.get("type") or "QUERY", r.get("database") or "", r.get("table") or "", r.get("sql") or "",
-                        (r["batchId"], r["seq"], 0), int(r.get("es") or 0))
+                        (r["batchId"], r["seq"], 0), int(r.get("es") or 0), time_zone=r.get("timeZone") or "",
+                        usec=r.get("usec"))
         if plan.mappings_for(ddl.database, ddl.table):
             out.append(ddl)
     return out, positions, waived
@@ -412,8 +413,8 @@ def _apply_ddl(plan: GroupPlan, ddl: DdlChange, scope: str = "", charsets: Sourc
     midxs = plan.mappings_for(ddl.database, ddl.table)
     if any(getattr(plan.mappings[i].spec, "mirrorDb", False) for i in midxs):
         ddl = with_like_definition(plan.config.source, ddl)
-        if not ddl.time_zone:
-            ddl = replace(ddl, time_zone=source_time_zone(plan.config.source))
+        if not ddl.time_zone or ddl.time_zone.upper() == "SYSTEM":
+            ddl = replace(ddl, time_zone=source_time_zone(plan.config.source, ddl.time_zone or None))
     for midx in midxs:
         mapping = plan.mappings[midx]
         delay = 0.5

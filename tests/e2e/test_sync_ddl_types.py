@@ -1,7 +1,9 @@
 """Through the whole pipeline (binlog -> capture -> Spark job -> target):
 
 * mirror DB: DDL of every kind interleaved with DML converges, schema and data, also for a
-  table without a primary key, and a full replay (cursor 0) after DROP COLUMN converges too;
+  table without a primary key, for DDL whose effect depends on its session's time zone and clock
+  (the server's zone changed mid-stream, DST changes), and a full replay (cursor 0) after DROP
+  COLUMN converges too;
 * the every-type table arrives equal in MariaDB and by the documented mapping in PostgreSQL, from
   MariaDB and from Oracle MySQL (then also equal in a MySQL mirror);
 * a column added in the source that the (non-mirror, mapAll) target lacks stops the run
@@ -43,6 +45,28 @@ def _schema(info, db):
 def _status_cursor(cfg, group):
     st = json.loads(sluice("store", "status", "--config", str(cfg), "--json").stdout)
     return st["groups"].get(group, {}).get("cursor", 0)
+
+
+def _time_zones(mariadb: dict, db: str) -> None:
+    """DDL whose effect depends on its session's time zone and clock, in sessions of other zones than
+    the server's (America/New_York), one of them after the server's own zone changed mid-stream (put
+    back before the sync, which must not use it): TIMESTAMP literal defaults, ``ADD COLUMN ... DEFAULT
+    CURRENT_TIMESTAMP(6)`` filling rows (the source's start time, not the replay's), and values at the
+    server's DST changes (2026-03-08 02:30 does not exist there, 2026-11-01 01:30 happens twice)."""
+    _exec(mariadb, "SET SESSION time_zone = 'Asia/Kolkata'",
+          "CREATE TABLE tz (id INT PRIMARY KEY, a TIMESTAMP NOT NULL DEFAULT '2026-03-08 02:30:00', d DATETIME(3))",
+          "INSERT INTO tz (id, d) VALUES (1, '2026-11-01 01:30:00.250')",
+          "SET SESSION time_zone = 'America/New_York'",
+          "INSERT INTO tz VALUES (2, '2026-11-01 01:30:00', '2026-03-08 02:30:00'), (3, '2026-03-08 03:30:00', NULL)",
+          "INSERT INTO tz VALUES (4, FROM_UNIXTIME(1793511000), NULL), (5, FROM_UNIXTIME(1793514600), NULL)",
+          "ALTER TABLE tz ADD COLUMN b TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6)", db=db)
+    zone = _exec(mariadb, "SELECT @@GLOBAL.time_zone")[0][0]
+    _exec(mariadb, "SET GLOBAL time_zone = '+03:00'")
+    try:  # a new session: the server's new zone
+        _exec(mariadb, "ALTER TABLE tz ADD COLUMN c TIMESTAMP NOT NULL DEFAULT '2026-07-01 12:00:00'",
+              "INSERT INTO tz (id, d) VALUES (6, NOW(6))", db=db)
+    finally:
+        _exec(mariadb, f"SET GLOBAL time_zone = '{zone}'")
 
 
 def test_mirror_ddl_of_every_kind_converges(tmp_path, mariadb, mariadb_target):
@@ -97,11 +121,12 @@ def test_mirror_ddl_of_every_kind_converges(tmp_path, mariadb, mariadb_target):
           "ALTER TABLE g DROP COLUMN s, ADD COLUMN s INT AS (a * 2) STORED",  # back to generated
           "UPDATE g SET a = 20 WHERE id = 3",
           db=db)
+    _time_zones(mariadb, db)
     sluice("capture", "--config", str(cfg), "--once")
     sluice("sync", "--config", str(cfg), "--group", "g1")
     assert _schema(mariadb, db) == _schema(mariadb_target, tdb)
     diff = diff_databases(mariadb, db, mariadb_target, tdb)
-    assert set(diff) == {"a", "b2", "g", "nopk", "t_trunc"} and all(v == 0 for v in diff.values()), diff
+    assert set(diff) == {"a", "b2", "g", "nopk", "t_trunc", "tz"} and all(v == 0 for v in diff.values()), diff
     # replay everything from the first batch: history older than the DDL already replayed
     sluice("store", "set-cursor", "--config", str(cfg), "--group", "g1", "--to", "0")
     sluice("sync", "--config", str(cfg), "--group", "g1")

@@ -16,11 +16,8 @@ import pytest
 
 from pipeline.capture import run_capture
 from pipeline.config import load_config
-from pipeline.store import BatchStore
 from tests.support import sysbench
-from tests.support.capture_check import all_records, mark_start, replay, write_config
-
-DECODERS = ("1", "0")
+from tests.support.capture_check import all_records, capture_both, mark_start, replay, write_config
 
 
 @pytest.fixture
@@ -43,23 +40,6 @@ def _run(info: dict, database: str, *statements: str) -> None:
         conn.commit()
 
 
-def _capture_both(info: dict, tmp_path, database: str, start: dict, monkeypatch) -> list[dict]:
-    """Capture ``start``.. with each decoder into its own store; both must store the same records."""
-    stored = {}
-    for native in DECODERS:
-        monkeypatch.setenv("SLUICE_CAPTURE_NATIVE", native)
-        (tmp_path / native).mkdir(exist_ok=True)
-        cfg = load_config(write_config(info, tmp_path / native, f"{database}\\..*"))
-        st = BatchStore(cfg.store_dir())
-        with st.capture_lock():
-            st.set_start_position(start, force=True)
-        run_capture(cfg)
-        stored[native] = [{k: v for k, v in r.items() if k != "ts"} for r in all_records(str(cfg.store_dir()),
-                                                                                         database)]
-    assert stored["1"] == stored["0"]
-    return stored["1"]
-
-
 def _start(info: dict, tmp_path) -> dict:
     (tmp_path / "mark").mkdir(exist_ok=True)
     return mark_start(write_config(info, tmp_path / "mark", "none\\..*"))
@@ -79,7 +59,7 @@ def test_compressed_transactions_store_what_plain_ones_do(mysql, db, tmp_path, m
     with sysbench.connect(mysql, None) as conn, conn.cursor() as cur:
         cur.execute("SHOW BINLOG EVENTS IN %s FROM %s", (start["logfile"], start["logpos"]))
         assert "Transaction_payload" in [r[2] for r in cur.fetchall()]
-    records = _capture_both(mysql, tmp_path, db, start, monkeypatch)
+    records = capture_both(mysql, tmp_path, db, start, monkeypatch)
     dml = [(r["type"], [{**row, "id": str(int(row["id"]) % 1000)} for row in r["data"]], r["old"])
            for r in records if not r["isDdl"]]
     dml = [(k, d, [{**o, "id": str(int(o["id"]) % 1000)} if "id" in o else o for o in old] if old else old)
@@ -106,7 +86,7 @@ def test_partial_json_updates_store_whole_documents(mysql, db, tmp_path, monkeyp
         assert any("partial" in str(r[2]).lower() for r in cur.fetchall())
         cur.execute(f"SELECT id, CAST(a AS CHAR), n, CAST(b AS CHAR) FROM `{db}`.t ORDER BY id")
         want = {str(i): {"id": str(i), "a": a, "n": str(n), "b": b} for i, a, n, b in cur.fetchall()}
-    records = _capture_both(mysql, tmp_path, db, start, monkeypatch)
+    records = capture_both(mysql, tmp_path, db, start, monkeypatch)
     assert len([r for r in records if r["type"] == "UPDATE"]) == 5
     got = {}
     for r in records:
@@ -119,7 +99,7 @@ def test_partial_json_updates_store_whole_documents(mysql, db, tmp_path, monkeyp
 def test_xa_on_mysql_applies_at_commit_across_capture_runs(mysql, db, tmp_path, monkeypatch):
     x = db[-8:]
     _run(mysql, db, "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20))")
-    for native in DECODERS:
+    for native in ("1", "0"):  # native, pure Python
         monkeypatch.setenv("SLUICE_CAPTURE_NATIVE", native)
         base = 100 * (1 + int(native))
         (tmp_path / native).mkdir()

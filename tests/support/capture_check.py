@@ -137,3 +137,26 @@ def raw_counts(db: dict[str, Any], start: dict[str, Any], end: dict[str, Any], d
     finally:
         stream.close()
     return events, rows
+
+
+def capture_both(info: dict[str, Any], tmp_path: Any, database: str, start: dict[str, Any], monkeypatch: Any
+                 ) -> list[dict[str, Any]]:
+    """Capture ``start``.. with each decoder (native, pure Python: ``SLUICE_CAPTURE_NATIVE``) into its
+    own store; both must store the same records (but ``ts``, the capture time), which are returned."""
+    from pipeline.capture import run_capture
+    from pipeline.config import load_config
+
+    stored = {}
+    for native in ("1", "0"):
+        monkeypatch.setenv("SLUICE_CAPTURE_NATIVE", native)
+        (tmp_path / native).mkdir(exist_ok=True)
+        cfg = load_config(write_config(info, tmp_path / native, f"{database}\\..*"))
+        st = BatchStore(cfg.store_dir())
+        with st.capture_lock():
+            st.set_start_position(start, force=True)
+        run_capture(cfg)
+        stored[native] = [{k: v for k, v in r.items() if k != "ts"}
+                          for r in all_records(str(cfg.store_dir()), database)]
+    assert stored["1"] == stored["0"]
+    return stored["1"]
+
