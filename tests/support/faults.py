@@ -260,6 +260,22 @@ class Deployment:
                                threads=2, seconds=seconds, extra=(f"--rate={rate}",))
         return Background(cmd, self.tmp / f"sysbench-{uuid.uuid4().hex[:6]}.log")
 
+    def wait_for_writes(self, transactions: int = 100, timeout: float = 60) -> None:
+        """Return once the source has committed ``transactions`` more transactions (its binlog's
+        GTID sequence; the workload's own, nothing else writes): the workload is under way, which a
+        sleep only hoped for."""
+        def seq() -> int:
+            with sysbench.connect(self.source) as c, c.cursor() as cur:
+                cur.execute("SELECT @@GLOBAL.gtid_binlog_pos")
+                pos = cur.fetchone()[0] or ""
+            return sum(int(part.rsplit("-", 1)[1]) for part in pos.split(",") if part.strip())
+
+        start, deadline = seq(), time.monotonic() + timeout
+        while seq() - start < transactions:
+            assert time.monotonic() < deadline, f"the source committed fewer than {transactions} transactions in " \
+                                                f"{timeout:.0f} s: is the workload running?"
+            time.sleep(0.2)
+
     def capture(self) -> None:
         sluice("capture", "--config", str(self.cfg), "--once", timeout=300)
 
