@@ -52,7 +52,9 @@ Rows/s over the same binlog range, same run, each reader on its own replication 
 `mariadb-binlog --read-from-remote-server -v --base64-output=decode-rows` (the native anchor,
 output to a file), raw python-mysql-replication `BinLogStreamReader` reading every value, and
 `sluice capture --once` (decode, Dml records, fsynced batch files; its summary's `elapsed_s`).
-Target (issue 17): capture >= 0.5x the anchor on every OLTP workload.
+The anchor is timed as a whole process; since 2026-11-27 the capture ratio is also given with
+capture timed so (`processes:`, Python's start, imports and the source checks included), which is
+the like-for-like figure. Target (issue 17): capture >= 0.5x the anchor on every OLTP workload.
 
 | date | command | workload | rows | native rows/s | raw rows/s (ratio) | capture rows/s | capture ratio | load before |
 |---|---|---|---|---|---|---|---|---|
@@ -200,13 +202,15 @@ def one(db: dict, workload: str, args: argparse.Namespace) -> dict:
         sysbench.drop_database(db, database)
     cap_rows = summary["rows"] - (1 if workload == "large" else 0)  # the CREATE TABLE is a record too
     res = {"workload": workload, "rows": nat_rows, "native": nat_rows / nat_s, "raw": raw_rows / raw_s,
-           "capture": cap_rows / summary["elapsed_s"], "capture_wall": cap_wall, "load": load, "library": lib_rate,
+           "capture": cap_rows / summary["elapsed_s"], "capture_wall": cap_wall,
+           "capture_wall_rate": cap_rows / cap_wall, "load": load, "library": lib_rate,
            "kafka": kafka_rate, "files": files_rate}
     print(f"[{workload}] mariadb-binlog: {nat_rows} rows in {nat_s:.2f}s = {res['native']:,.0f} rows/s")
     print(f"[{workload}] raw BinLogStreamReader: {raw_rows} rows in {raw_s:.2f}s = {res['raw']:,.0f} rows/s "
           f"({res['raw'] / res['native']:.2f}x)")
     print(f"[{workload}] sluice capture --once: {cap_rows} rows in {summary['elapsed_s']:.2f}s = "
-          f"{res['capture']:,.0f} rows/s ({res['capture'] / res['native']:.2f}x; process wall {cap_wall:.2f}s)")
+          f"{res['capture']:,.0f} rows/s ({res['capture'] / res['native']:.2f}x; as a whole process {cap_wall:.2f}s "
+          f"= {res['capture_wall_rate'] / res['native']:.2f}x)")
     if kafka_rate is not None:
         print(f"[{workload}] sluice capture --once to Kafka: {kafka_rate:,.0f} rows/s "
               f"({kafka_rate / files_rate:.2f}x capture to files, best of {args.repeat} each)")
@@ -246,7 +250,8 @@ def main() -> None:
                        f"| {dt.date.today()} | `{cmd}` | {workload} | {r['rows']} | {r['native']:,.0f} | "
                        f"{r['raw']:,.0f} ({r['raw'] / r['native']:.2f}) | {r['capture']:,.0f}"
                        + (f" (pure-Python path: {r['library']:,.0f})" if r["library"] else "")
-                       + f" | **{r['capture'] / r['native']:.2f}** | {r['load']:.2f} |")
+                       + f" | **{r['capture'] / r['native']:.2f}** "
+                       f"(processes: {r['capture_wall_rate'] / r['native']:.2f}) | {r['load']:.2f} |")
 
 
 if __name__ == "__main__":
