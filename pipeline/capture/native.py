@@ -18,14 +18,14 @@ from __future__ import annotations
 
 import codecs
 import json
-import os
-from types import ModuleType
 from typing import Any
 
 from pymysql.protocol import MysqlPacket
 from pymysqlreplication.constants import FIELD_TYPE as T
 from pymysqlreplication.packet import BinLogPacketWrapper
 from pymysqlreplication.row_event import TableMapEvent
+
+from pipeline.native import load  # noqa: F401 - capture's loader (re-exported)
 
 from .columns import ColumnSpec
 from .rowcodec import TableCodec
@@ -35,17 +35,6 @@ OpSpec = tuple[int, int, int, list[str]]
 _FIXED = {T.FLOAT: 1, T.DOUBLE: 2, T.DATE: 4, T.TIME: 8, T.DATETIME: 9, T.TIMESTAMP: 10, T.YEAR: 11}
 _FSP = {T.DATETIME2: 5, T.TIMESTAMP2: 6, T.TIME2: 7}
 _INT_SIZE = {T.TINY: 1, T.SHORT: 2, T.INT24: 3, T.LONG: 4, T.LONGLONG: 8}
-
-
-def load() -> ModuleType | None:
-    """The ``sluice_binlog`` extension, or None if it is not built or turned off."""
-    if os.environ.get("SLUICE_CAPTURE_NATIVE", "1").lower() in ("0", "false", "no", "off"):
-        return None
-    try:
-        import sluice_binlog
-    except ImportError:
-        return None
-    return sluice_binlog
 
 
 def _text_op(spec: ColumnSpec, len_size: int) -> OpSpec | None:

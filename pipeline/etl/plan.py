@@ -9,8 +9,9 @@ from dataclasses import dataclass, field
 
 from pipeline.errors import ConfigError
 from pipeline.etl import ranges as R
-from pipeline.etl.source import TableMeta, database_exists, qi, table_meta, tables_of
+from pipeline.etl.source import TableMeta, qi, table_meta
 from pipeline.mapping import DbMapping, EsMapping, HbaseMapping, Mapping
+from pipeline.source.catalog import database_exists, tables_of
 
 DEFAULT_READ_BATCH = 5000
 _LEADING_WHERE = re.compile(r"^\s*where\b", re.IGNORECASE)

@@ -53,20 +53,6 @@ class TableMeta:
         return {c.name: c.mysql_type() for c in self.columns}
 
 
-def tables_of(conn, database: str) -> list[str]:
-    """The base tables of a database, by name."""
-    with conn.cursor(pymysql.cursors.Cursor) as cur:
-        cur.execute("SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA=%s "
-                    "AND TABLE_TYPE='BASE TABLE' ORDER BY TABLE_NAME", (database,))
-        return [_s(r[0]) for r in cur.fetchall()]
-
-
-def database_exists(conn, database: str) -> bool:
-    with conn.cursor(pymysql.cursors.Cursor) as cur:
-        cur.execute("SELECT 1 FROM information_schema.SCHEMATA WHERE SCHEMA_NAME=%s", (database,))
-        return cur.fetchone() is not None
-
-
 def _s(v) -> str:
     return v.decode() if isinstance(v, bytes | bytearray) else str(v)
 

@@ -21,6 +21,7 @@ from pipeline.job.keyfold import KeyPlan
 from pipeline.job.routing import Route, routes_for
 from pipeline.logs import get_logger
 from pipeline.mapping import DbMapping, Mapping, load_mappings
+from pipeline.source import catalog
 from pipeline.source.mysqltypes import quote_ident
 
 log = get_logger("sync")
@@ -200,8 +201,8 @@ def check_against_source(cfg: Config, mappings: tuple[Mapping, ...], conn: Any =
         with conn.cursor() as cur:
             for m in specs:
                 spec = m.spec
-                tables = [spec.table] if not spec.mirrorDb else _tables(cur, spec.database)
-                if spec.mirrorDb and not tables and not _database_exists(cur, spec.database):
+                tables = [spec.table] if not spec.mirrorDb else catalog.tables(cur, spec.database)
+                if spec.mirrorDb and not tables and not catalog.schema_exists(cur, spec.database):
                     _readable(cur, m, spec.database, None)
                     raise ConfigError(m.file, "dbMapping.database",
                                       f"source database {spec.database!r} does not exist on {s.host}:{s.port}",
@@ -253,17 +254,6 @@ def _readable(cur, m: Mapping, database: str, table: str | None) -> None:
     raise GrantError(f"{m.file}: {key}: the source user {who} may not read {'table' if table else 'database'} "
                      f"{name}, so the mapping cannot be checked against it (server: {server})",
                      hint=f"GRANT SELECT ON {quote_ident(database)}.* TO {who};")
-
-
-def _tables(cur, database: str) -> list[str]:
-    cur.execute("SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA=%s "
-                "AND TABLE_TYPE='BASE TABLE' ORDER BY TABLE_NAME", (database,))
-    return [r[0] for r in cur.fetchall()]
-
-
-def _database_exists(cur, database: str) -> bool:
-    cur.execute("SELECT 1 FROM information_schema.SCHEMATA WHERE SCHEMA_NAME=%s", (database,))
-    return cur.fetchone() is not None
 
 
 def _columns(cur, database: str, table: str) -> tuple[list[str], list[str]]:

@@ -141,7 +141,7 @@ def merge_options(ours: list[str], theirs: str | None) -> str:
 _WORKLOAD = r'''
 import json, os, sys, tempfile
 from pyspark.sql import SparkSession, functions as F
-from pipeline.job.plan import read_dml
+from pipeline.store.records import read_dml
 
 spark = (SparkSession.builder.master("local[2]").appName("sluice-cds")
          .config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")

@@ -16,14 +16,12 @@ Row images stay JSON text throughout (parsed in the JVM only where a key is need
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import reduce
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from pipeline.job.keyfold import KeyPlan
 from pipeline.job.routing import Route, concurrent_expr, key_names_expr, key_of, midx_expr, sql_lambda
-from pipeline.job.schema import JOB_SCHEMA
 
 _MAP = "map<string,string>"
 
@@ -130,19 +128,6 @@ def split_rows(routed: DataFrame, routes: list[Route], keyed: bool = True, keys:
         cols += [row_key.alias("key"),
                  F.when(F.col("grp").isNotNull(), F.concat(F.lit("G"), F.col("grp"))).otherwise(by_key).alias("part")]
     return rows.select(*cols)
-
-
-def read_dml(spark: SparkSession, paths: list[str], ordered: bool) -> DataFrame:
-    """The batch files' lines as a DataFrame of :data:`JOB_SCHEMA` (row images as JSON text).
-
-    ``ordered``: one scan per file, unioned in batch order, so that the DataFrame's partitions
-    hold the lines in (batchId, seq) order (the single-partition plan relies on it instead of a
-    sort); otherwise one scan over all files (Spark packs files into partitions by size)."""
-    def scan(p):
-        return spark.read.schema(JOB_SCHEMA).option("mode", "FAILFAST").json(p)
-    if not ordered:
-        return scan(paths)
-    return reduce(DataFrame.unionAll, [scan(p) for p in paths])
 
 
 def partitioned_changes(dml: DataFrame, segment: Segment, routes: list[Route], partitions: int,

@@ -131,7 +131,8 @@ def mapped_tables(hits: list, plan: Any, db: str) -> list[str]:
     """The tables of ``db`` the routes ``hits`` cover (a whole-database route: the source's tables)."""
     named = {r.table for r in hits if r.table is not None}
     if any(r.table is None for r in hits):
-        from pipeline.etl.source import connect, tables_of
+        from pipeline.source.catalog import tables_of
+        from pipeline.source.connect import connect
 
         conn = connect(plan.config.source)
         try:

@@ -17,9 +17,10 @@ from typing import Any
 
 from pipeline.errors import ConfigError, UsageError
 from pipeline.etl import ranges as R
-from pipeline.etl.source import TableMeta, table_meta, tables_of
+from pipeline.etl.source import TableMeta, table_meta
 from pipeline.etl.values import INT_TYPES
 from pipeline.ops.verify_rdb import TablePair, pairs_for
+from pipeline.source.catalog import tables_of
 
 
 @dataclass(frozen=True)

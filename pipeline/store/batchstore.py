@@ -351,7 +351,7 @@ class BatchStore:
 
     def frame(self, spark: Any, batches: list[BatchMeta], ordered: bool) -> Any:
         """The batches' lines as the job's DataFrame (verified files read by Spark)."""
-        from pipeline.job.plan import read_dml
+        from .records import read_dml
 
         return read_dml(spark, self.paths(batches, uri=True), ordered)
 

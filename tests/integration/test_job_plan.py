@@ -13,8 +13,9 @@ from pyspark.sql import SparkSession
 
 from adapters.rdb import RdbTarget
 from pipeline.job.keyfold import KeyPlan
-from pipeline.job.plan import Segment, partitioned_changes, read_dml, segments
+from pipeline.job.plan import Segment, partitioned_changes, segments
 from pipeline.job.routing import Route
+from pipeline.store.records import read_dml
 
 
 @pytest.fixture(scope="module")

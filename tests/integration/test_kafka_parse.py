@@ -16,9 +16,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from pipeline.job.plan import read_dml
-from pipeline.job.schema import KAFKA_FIELDS
 from pipeline.store.kafka.frame import POISON, parse_values
+from pipeline.store.records import KAFKA_FIELDS, read_dml
 
 RAW = "topic string, partition int, offset long, value binary"
 

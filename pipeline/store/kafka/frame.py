@@ -5,7 +5,7 @@ data loss: with ``sluice.spark.KafkaRanges`` (sluice-spark.jar: a pooled ``Kafka
 task, nothing asked of the broker on the driver), else with Spark's own Kafka source
 (``spark-sql-kafka-0-10``) in batch mode (``assign`` + ``startingOffsets``/``endingOffsets``).
 Each value is parsed in the JVM into the job's
-schema (:data:`pipeline.job.schema.JOB_SCHEMA`: row images stay JSON text), so what follows the
+schema (:data:`pipeline.store.records.JOB_SCHEMA`: row images stay JSON text), so what follows the
 read is the file store's path unchanged. A record that is not a Dml/flatMessage JSON object
 stops the job with ``poison record`` and its topic, partition and offset (``raise_error``).
 
@@ -37,7 +37,7 @@ def kafka_frame(spark: Any, topics: Topics, start: dict[tuple[str, int], int], e
                 canal: bool) -> Any:
     """The records in ``[start, end)`` per partition as a DataFrame of the job's schema."""
 
-    from pipeline.job.schema import JOB_SCHEMA
+    from pipeline.store.records import JOB_SCHEMA
 
     ranges = {tp for tp, o in end.items() if o > start.get(tp, 0)}
     if not ranges:
@@ -78,7 +78,7 @@ def read_ranges(spark: Any, ranges: list[tuple[str, int, int, int]], settings: d
     ``partition``, ``offset``, ``value`` (the job's schema), ``bad``."""
     from pyspark.sql import DataFrame
 
-    from pipeline.job.schema import JOB_SCHEMA
+    from pipeline.store.records import JOB_SCHEMA
 
     jdf = spark._jvm.sluice.spark.KafkaRanges.read(spark._jsparkSession, json.dumps(ranges), json.dumps(settings),
                                                    JOB_SCHEMA.json())
@@ -101,7 +101,7 @@ def parse_values(spark: Any, raw: Any, canal: bool, *, from_bytes: bool | None =
 def checked(parsed: Any, canal: bool) -> Any:
     """Parsed rows (``topic``, ``partition``, ``offset``, ``value``, ``bad``) as the job's
     DataFrame; a poison record stops the job naming its place (:func:`parse_values`)."""
-    from pipeline.job.schema import KAFKA_FIELDS
+    from pipeline.store.records import KAFKA_FIELDS
 
     # SQL text, one py4j call per projection: built with Column functions, the same projections
     # took some sixty py4j round trips, 0.1 s of every read's start

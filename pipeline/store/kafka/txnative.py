@@ -22,8 +22,8 @@ _SECURE = ("security.protocol", "ssl.", "sasl.")
 
 @lru_cache(maxsize=1)
 def _module() -> Any:
-    """The extension when it is built (with the producer) and not turned off, as capture loads it."""
-    from pipeline.capture.native import load
+    """The extension when it is built (with the producer) and not turned off."""
+    from pipeline.native import load
 
     module = load()
     return module if module is not None and hasattr(module, "TxProducer") else None

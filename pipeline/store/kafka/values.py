@@ -4,7 +4,7 @@ or ``SLUICE_KAFKA_READER=spark``; frame.py). ``KafkaRanges`` parses with the sam
 ``ValueParser`` as the byte path here.
 
 Two ways, the same rows (``topic``, ``partition``, ``offset``, ``value`` of
-:data:`pipeline.job.schema.JOB_SCHEMA`, ``bad``):
+:data:`pipeline.store.records.JOB_SCHEMA`, ``bad``):
 
 * **From the bytes** (``sluice.spark.KafkaValues``, ``jvm/`` built into ``sluice-spark.jar``
   by ``scripts/bootstrap`` beside Spark's Kafka connector): Spark's own ``JacksonParser`` over
@@ -102,7 +102,7 @@ def v2_kafka(spark: Any) -> Any:
 def _from_bytes(spark: Any, raw: Any) -> Any:
     from pyspark.sql import DataFrame
 
-    from pipeline.job.schema import JOB_SCHEMA
+    from pipeline.store.records import JOB_SCHEMA
 
     jdf = spark._jvm.sluice.spark.KafkaValues.parse(raw._jdf, JOB_SCHEMA.json())
     return DataFrame(jdf, spark)
@@ -113,7 +113,7 @@ def _from_text(spark: Any, raw: Any) -> Any:
     from pyspark.sql import functions as F
     from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
-    from pipeline.job.schema import JOB_SCHEMA
+    from pipeline.store.records import JOB_SCHEMA
 
     t, p, o, v, end = _WRAP
     # a value that is not UTF-8 becomes nothing (a line the reader cannot parse: poison), where the

@@ -1,0 +1,119 @@
+"""Imports run one way (issue #41), checked on every module's imports (function-level ones too).
+
+* The store (``pipeline/store``) imports neither its producer nor its consumer: no capture, job,
+  ETL, operations, repair or command module, no adapter. Capture, store and job share the batch
+  record's schema from ``pipeline/store/records.py`` and the native extension from
+  ``pipeline/native.py``.
+* Adapters import from ``pipeline`` only the shared modules (errors, exit codes, logs, secrets,
+  the MySQL type vocabulary).
+* ``pipeline`` reaches adapters through their contract (``adapters.base``, ``adapters.registry``).
+* No two packages import each other.
+
+What still goes against the direction is listed below, edge by edge, with why: the list may only
+shrink (an edge that is gone must be taken off it, a new one fails).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+SHARED = {"pipeline.errors", "pipeline.exitcodes", "pipeline.logs", "pipeline.secrets", "pipeline.source.mysqltypes"}
+CONTRACT = {"adapters", "adapters.base", "adapters.registry"}
+STORE_MAY_NOT = ("pipeline.capture", "pipeline.job", "pipeline.etl", "pipeline.ops", "pipeline.repair",
+                 "pipeline.commands", "adapters")
+
+#: adapter -> pipeline module beyond the shared ones
+ADAPTER_DEBTS = {
+    ("adapters.es.requery", "pipeline.source.connect"): "the join re-query reads the source itself",
+    ("adapters.hbase.plan", "pipeline.mapping.hbase"): "the row-key rules live with the mapping",
+}
+#: pipeline module -> adapter module beyond the contract (the RDB compare and the collation and
+#: catalog knowledge of targets belong behind a factory entry point; issue #41 step 2)
+CONTRACT_DEBTS = {
+    ("pipeline.job.cascades", "adapters.rdb.config"), ("pipeline.job.collations", "adapters.rdb.charsets"),
+    ("pipeline.job.collations", "adapters.rdb.client"), ("pipeline.job.collations", "adapters.rdb.config"),
+    ("pipeline.job.collations", "adapters.rdb.keys"), ("pipeline.job.collations", "adapters.rdb.schema"),
+    ("pipeline.job.definitions", "adapters.rdb.like"), ("pipeline.job.keyfold", "adapters.rdb.collation"),
+    ("pipeline.job.positions", "adapters.rdb"), ("pipeline.ops.verify", "adapters.rdb.verify"),
+    ("pipeline.ops.verify_docs", "adapters.es"), ("pipeline.ops.verify_docs", "adapters.hbase"),
+    ("pipeline.repair.docs", "adapters.es"), ("pipeline.repair.docs", "adapters.es.chunk"),
+    ("pipeline.repair.docs", "adapters.es.plan"), ("pipeline.repair.docs", "adapters.es.values"),
+    ("pipeline.repair.docs", "adapters.hbase.client"), ("pipeline.repair.docs", "adapters.hbase.plan"),
+    ("pipeline.repair.plan", "adapters.es.plan"), ("pipeline.repair.rdb", "adapters.rdb.verify"),
+}
+#: packages that import each other
+CYCLE_DEBTS = {
+    frozenset({"pipeline.cli", "pipeline.commands"}): "typer: the commands register on cli's app, cli loads them",
+    frozenset({"pipeline.capture", "pipeline.job"}): "a new store asks the targets' positions (capture/fresh.py "
+                                                     "-> job/positions.py) before it starts at 'now'",
+}
+
+
+def _module(path: Path) -> str:
+    parts = path.relative_to(REPO).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports() -> dict[str, set[str]]:
+    """module -> the modules (of pipeline and adapters) it imports."""
+    out: dict[str, set[str]] = defaultdict(set)
+    for path in sorted([*REPO.glob("pipeline/**/*.py"), *REPO.glob("adapters/**/*.py")]):
+        mod = _module(path)
+        package = mod if path.name == "__init__.py" else mod.rsplit(".", 1)[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*up, *([node.module] if node.module else [])])
+                names = [base]
+            else:
+                continue
+            out[mod].update(n for n in names if n.split(".")[0] in ("pipeline", "adapters") and n != mod)
+    return out
+
+
+def _package(mod: str) -> str:
+    """A node of the package graph: ``pipeline.<sub>`` / ``adapters.<sub>`` for subpackages, a
+    top-level module (``pipeline.cli``) for itself."""
+    parts = mod.split(".")
+    if len(parts) >= 2 and (REPO / parts[0] / parts[1]).is_dir():
+        return ".".join(parts[:2])
+    return ".".join(parts[:2]) if len(parts) >= 2 else mod
+
+
+def _within(mod: str, prefix: str) -> bool:
+    return mod == prefix or mod.startswith(prefix + ".")
+
+
+def test_the_store_imports_neither_its_producer_nor_its_consumer():
+    bad = sorted((m, t) for m, ts in _imports().items() if _within(m, "pipeline.store")
+                 for t in ts if any(_within(t, p) for p in STORE_MAY_NOT))
+    assert not bad, bad
+
+
+def test_adapters_import_only_the_shared_part_of_pipeline():
+    found = {(m, t) for m, ts in _imports().items() if _within(m, "adapters")
+             for t in ts if _within(t, "pipeline") and t not in SHARED}
+    assert found - set(ADAPTER_DEBTS) == set(), sorted(found - set(ADAPTER_DEBTS))
+    assert set(ADAPTER_DEBTS) - found == set(), f"gone: take off ADAPTER_DEBTS {sorted(set(ADAPTER_DEBTS) - found)}"
+
+
+def test_pipeline_reaches_adapters_through_their_contract():
+    found = {(m, t) for m, ts in _imports().items() if _within(m, "pipeline")
+             for t in ts if _within(t, "adapters") and t not in CONTRACT}
+    assert found - CONTRACT_DEBTS == set(), sorted(found - CONTRACT_DEBTS)
+    assert CONTRACT_DEBTS - found == set(), f"gone: take off CONTRACT_DEBTS {sorted(CONTRACT_DEBTS - found)}"
+
+
+def test_no_two_packages_import_each_other():
+    edges = {(_package(m), _package(t)) for m, ts in _imports().items() for t in ts}
+    edges = {(a, b) for a, b in edges if a != b}
+    cycles = {frozenset((a, b)) for a, b in edges if (b, a) in edges}
+    assert cycles - set(CYCLE_DEBTS) == set(), sorted(tuple(sorted(c)) for c in cycles - set(CYCLE_DEBTS))
+    assert set(CYCLE_DEBTS) - cycles == set(), f"gone: take off CYCLE_DEBTS {set(CYCLE_DEBTS) - cycles}"
