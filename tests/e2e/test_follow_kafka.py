@@ -12,7 +12,6 @@ import os
 import signal
 import sys
 import time
-import uuid
 
 import pytest
 
@@ -20,24 +19,15 @@ from pipeline.config import load_config
 from pipeline.ops.runlog import RunLog
 from tests.support import sysbench
 from tests.support.compare import diff_databases
-from tests.support.deploy import kafka_store, rdb_adapter, sluice, write_deployment
+from tests.support.deploy import mirror_deployment, sluice
 from tests.support.faults import Background
 
 
 @pytest.fixture(scope="module")
 def kdep(tmp_path_factory, mariadb, mariadb_target, kafka):
-    tmp = tmp_path_factory.mktemp("follow-kafka")
-    db = f"fk_{uuid.uuid4().hex[:6]}"
-    tdb = f"{db}_copy"
-    sysbench.create_database(mariadb_target, tdb)
-    mapping = {"dataSourceKey": "defaultDS", "destination": db, "groupId": "g1", "outerAdapterKey": "t",
-               "dbMapping": {"mirrorDb": True, "database": db, "targetDb": tdb}}
-    cfg = write_deployment(tmp, mariadb, name=db, include=rf"{db}\..*", master="local[2]", partitions=2,
-                           groups=[{"groupId": "g1", "outerAdapters": [rdb_adapter(mariadb_target, "t", tdb)],
-                                    "mappings": ["mappings/rdb/m.yml"]}],
-                           mappings={"rdb/m.yml": mapping}, batch_rows=500,
-                           kafka=kafka_store(kafka, db, partitionsNum=2, partitionHash=rf"{db}\..*:$pk$"))
-    sluice("capture", "--config", str(cfg), "--once")   # the store starts at the binlog's end
+    d = mirror_deployment(tmp_path_factory.mktemp("follow-kafka"), mariadb, mariadb_target, "fk", batch_rows=500,
+                          kafka=kafka)
+    cfg, db, tdb, tmp = d["cfg"], d["db"], d["tdb"], d["tmp"]
     sysbench.create_database(mariadb, db)
     yield {"cfg": cfg, "db": db, "tdb": tdb, "tmp": tmp, "kafka": kafka}
     sysbench.drop_database(mariadb, db)

@@ -46,7 +46,7 @@ from pipeline.config import load_config
 from pipeline.store import open_store
 from tests.support import sysbench
 from tests.support.compare import diff_databases
-from tests.support.deploy import kafka_store, rdb_adapter, sluice, write_deployment
+from tests.support.deploy import mirror_deployment, rdb_adapter, sluice, write_deployment
 from tests.support.faults import Background, FollowerProcess, fault_schedule, service, stalled
 from tests.support.matrix import FULL
 
@@ -56,21 +56,11 @@ TABLES, SIZE, BATCH = 4, 50_000, 10_000
 
 
 def _deploy(tmp, mariadb, mariadb_target, kafka: dict | None) -> dict:
-    db = f"fp_{uuid.uuid4().hex[:6]}"
-    tdb = f"{db}_copy"
-    sysbench.create_database(mariadb_target, tdb)
-    mapping = {"dataSourceKey": "defaultDS", "destination": db, "groupId": "g1", "outerAdapterKey": "t",
-               "dbMapping": {"mirrorDb": True, "database": db, "targetDb": tdb}}
-    cfg = write_deployment(tmp, mariadb, name=db, include=rf"{db}\..*", master="local[2]", partitions=2,
-                           groups=[{"groupId": "g1", "outerAdapters": [rdb_adapter(mariadb_target, "t", tdb)],
-                                    "mappings": ["mappings/rdb/m.yml"]}], mappings={"rdb/m.yml": mapping},
-                           batch_rows=BATCH,
-                           kafka=kafka_store(kafka, db, partitionsNum=2, partitionHash=rf"{db}\..*:$pk$")
-                           if kafka else None)
+    d = mirror_deployment(tmp, mariadb, mariadb_target, "fp", batch_rows=BATCH, kafka=kafka)
+    cfg, db, tdb = d["cfg"], d["db"], d["tdb"]
     raw = yaml.safe_load(cfg.read_text())
     raw["spark"]["roundSeconds"] = 4   # rounds well inside the fault interval
     cfg.write_text(yaml.safe_dump(raw, sort_keys=False))
-    sluice("capture", "--config", str(cfg), "--once")   # the store starts at the binlog's end
     sysbench.create_database(mariadb, db)
     with sysbench.connect(mariadb, db) as c, c.cursor() as cur:  # the calibration's batch
         cur.execute("CREATE TABLE cal (id INT PRIMARY KEY, v VARCHAR(40))")

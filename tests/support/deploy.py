@@ -22,6 +22,31 @@ def rdb_adapter(info: dict[str, Any], key: str, database: str | None = None, dia
         "jdbc.username": info["user"], "jdbc.password": info["password"]}}
 
 
+def mirror_deployment(tmp: Path, source: dict[str, Any], target: dict[str, Any], prefix: str, *,
+                      batch_rows: int, kafka: dict[str, Any] | None = None, partitions: int = 2) -> dict[str, Any]:
+    """A fresh source database ``<prefix>_<hex>`` mirrored (canal ``mirrorDb``) into ``<db>_copy`` on
+    ``target`` by group ``g1`` on ``local[2]``, into the file store or (``kafka``: the fixture) a
+    Kafka store of 2 partitions hashed by primary key; the store started at the binlog's end, the
+    target database created, the source database not yet. Returns ``cfg``, ``db``, ``tdb``, ``tmp``."""
+    import uuid
+
+    from tests.support import sysbench
+
+    db = f"{prefix}_{uuid.uuid4().hex[:6]}"
+    tdb = f"{db}_copy"
+    sysbench.create_database(target, tdb)
+    mapping = {"dataSourceKey": "defaultDS", "destination": db, "groupId": "g1", "outerAdapterKey": "t",
+               "dbMapping": {"mirrorDb": True, "database": db, "targetDb": tdb}}
+    cfg = write_deployment(tmp, source, name=db, include=rf"{db}\..*", master="local[2]", partitions=partitions,
+                           groups=[{"groupId": "g1", "outerAdapters": [rdb_adapter(target, "t", tdb)],
+                                    "mappings": ["mappings/rdb/m.yml"]}], mappings={"rdb/m.yml": mapping},
+                           batch_rows=batch_rows,
+                           kafka=kafka_store(kafka, db, partitionsNum=2, partitionHash=rf"{db}\..*:$pk$")
+                           if kafka else None)
+    sluice("capture", "--config", str(cfg), "--once")  # the store starts at the binlog's end
+    return {"cfg": cfg, "db": db, "tdb": tdb, "tmp": tmp}
+
+
 def write_deployment(tmp: Path, source: dict[str, Any], *, name: str, include: str,
                      groups: list[dict], mappings: dict[str, dict], partitions: int = 4,
                      master: str = "local[2]", batch_rows: int = 5000, kafka: dict[str, Any] | None = None,
