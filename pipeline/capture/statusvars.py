@@ -20,10 +20,12 @@ from __future__ import annotations
 from typing import NamedTuple
 
 #: code -> size in bytes of the fixed-size values the block may hold before the ones read here
-_FIXED = {0: 4, 1: 8, 3: 4, 4: 6, 7: 2, 8: 2, 9: 8, 10: 4, 16: 1, 17: 8, 18: 2, 19: 1, 20: 1,
-          129: 8, 130: 1}
+_FIXED = {0: 4, 1: 8, 3: 4, 4: 6, 7: 2, 8: 2, 9: 8, 10: 4, 16: 1, 17: 8, 18: 2, 19: 1, 20: 1, 129: 8}
 Q_CATALOG, Q_TIME_ZONE, Q_CATALOG_NZ, Q_INVOKER, Q_UPDATED_DB_NAMES = 2, 5, 6, 11, 12
-Q_MICROSECONDS, Q_HRNOW = 13, 128
+Q_MICROSECONDS, Q_HRNOW, Q_GTID_FLAGS3 = 13, 128, 130
+#: Q_GTID_FLAGS3's flags after which an 8-byte sequence number follows (MariaDB's two-phase ALTER:
+#: COMMIT ALTER, ROLLBACK ALTER)
+_FLAGS3_SEQ = 0x04 | 0x08
 #: Q_UPDATED_DB_NAMES' count when the names were too many to list (none follow)
 _OVER_MAX_DBS = 254
 
@@ -60,6 +62,8 @@ def session_of(status: bytes) -> Session:
                     break
                 usec = int.from_bytes(status[i:i + 3], "little")
                 i += 3
+            elif code == Q_GTID_FLAGS3:
+                i += 1 + (8 if status[i] & _FLAGS3_SEQ else 0)
             elif code == Q_CATALOG:
                 i += 1 + status[i] + 1
             elif code == Q_CATALOG_NZ:

@@ -148,20 +148,8 @@ def _new_columns(was: list[str], now: list[str]) -> list[str]:
 
 
 def backfill_command(cfg: Any, group: str, file: str) -> str:
-    """The command that loads a mapping's rows into its target again: ``sluice repair`` when this
-    Sluice has it (issue 39), else the full load ``sluice etl`` (an upsert of every row)."""
-    verb = "repair" if _has_repair() else "etl"
-    return f"sluice {verb} --config {cfg.file} --group {group} --mapping {file}"
-
-
-def _has_repair() -> bool:
-    from pipeline.cli import app
-
-    try:
-        from pipeline import commands  # noqa: F401  (registers the commands)
-    except ImportError:  # pragma: no cover - the CLI's package always imports
-        return False
-    return any((c.name or getattr(c.callback, "__name__", "")) == "repair" for c in app.registered_commands)
+    """The command that loads a mapping's rows into its target again (``sluice repair``, issue 39)."""
+    return f"sluice repair --config {cfg.file} --group {group} --mapping {file}"
 
 
 def notes(cfg: Any, group: str, changes: Changes, skipped: dict[str, int], cursor: int) -> list[str]:

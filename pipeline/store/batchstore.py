@@ -69,7 +69,8 @@ class BatchStore:
                     d.mkdir(parents=True, exist_ok=True)
                 write_atomic(marker, (json.dumps(body) + "\n").encode(), overwrite=False)
             except StoreError:
-                pass  # created concurrently by another process: fine
+                if not marker.exists():  # a full or read-only disk, not another process creating it
+                    raise
             except OSError as e:
                 raise StoreError(f"{self.root}: cannot create the batch store: {e}",
                                  hint="check the store path and its permissions") from None

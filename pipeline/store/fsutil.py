@@ -125,6 +125,8 @@ def publish(tmp: Path, final: Path, *, overwrite: bool) -> None:
     try:
         fsync_dir(final.parent)
     except OSError as e:
+        if not overwrite:  # not durable: a new file is taken back, so it was never committed
+            _unlink_quiet(final)
         raise _failed_write(final.parent, e) from None
 
 

@@ -539,10 +539,10 @@ def test_source_down_during_a_scheduled_run(deploy, mariadb):
         dep.sync()  # the mirror mapping has passed its pre-flight check against the source
         bench = dep.workload(14)
         try:
-            dep.wait_for_writes(60)
+            dep.wait_for_writes(transactions=60)
             dep.capture()  # stored, pending; sysbench goes on writing what no capture has read
             stored = dep.last_batch()
-            dep.wait_for_writes(60)
+            dep.wait_for_writes(transactions=60)
             service("stop", "mariadb")  # sysbench loses its server
             try:
                 down = dep.run()

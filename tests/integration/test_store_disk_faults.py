@@ -143,6 +143,7 @@ def test_disk_full_during_capture_then_freed(mariadb, small_fs, db_name):
     assert full.returncode == 2, full.stderr[-3000:]
     err = full.stderr
     assert "No space left on device" in err and "fix: free space on the file system of" in err, err[-3000:]
+    assert f"{_store(config)}/" in err, err[-3000:]  # the message names the file it could not write
     assert "Traceback" not in err, err[-3000:]
     store = _store(config)
     committed = BatchStore(store, create=False).batches()

@@ -262,8 +262,9 @@ class Deployment:
 
     def wait_for_writes(self, transactions: int = 100, timeout: float = 60) -> None:
         """Return once the source has committed ``transactions`` more transactions (its binlog's
-        GTID sequence; the workload's own, nothing else writes): the workload is under way, which a
-        sleep only hoped for."""
+        GTID sequence, MariaDB's ``gtid_binlog_pos``: the deployments here have a MariaDB source;
+        the workload's own, nothing else writes): the workload is under way, which a sleep only
+        hoped for."""
         def seq() -> int:
             with sysbench.connect(self.source) as c, c.cursor() as cur:
                 cur.execute("SELECT @@GLOBAL.gtid_binlog_pos")

@@ -43,6 +43,9 @@ CONTRACT_DEBTS = {
     ("pipeline.repair.docs", "adapters.es.plan"), ("pipeline.repair.docs", "adapters.es.values"),
     ("pipeline.repair.docs", "adapters.hbase.client"), ("pipeline.repair.docs", "adapters.hbase.plan"),
     ("pipeline.repair.plan", "adapters.es.plan"), ("pipeline.repair.rdb", "adapters.rdb.verify"),
+    ("pipeline.job.positions", "adapters.rdb.applied"), ("pipeline.repair.docs", "adapters.es.requery"),
+    ("pipeline.repair.docs", "adapters.es.bulk"), ("pipeline.ops.verify_docs", "adapters.hbase.verify"),
+    ("pipeline.ops.verify_docs", "adapters.es.verify"),
 }
 #: packages that import each other
 CYCLE_DEBTS = {
@@ -71,11 +74,17 @@ def _imports() -> dict[str, set[str]]:
                 if node.level:
                     up = package.split(".")[: len(package.split(".")) - node.level + 1]
                     base = ".".join([*up, *([node.module] if node.module else [])])
-                names = [base]
+                # ``from pipeline import capture``: the names that are modules count as imported
+                names = [base, *(f"{base}.{a.name}" for a in node.names if _is_module(f"{base}.{a.name}"))]
             else:
                 continue
             out[mod].update(n for n in names if n.split(".")[0] in ("pipeline", "adapters") and n != mod)
     return out
+
+
+def _is_module(name: str) -> bool:
+    path = REPO.joinpath(*name.split("."))
+    return path.is_dir() or path.with_suffix(".py").is_file()
 
 
 def _package(mod: str) -> str:
