@@ -37,12 +37,10 @@ from pathlib import Path
 import pymysql
 import pytest
 
-from pipeline.config import load_config
-from pipeline.store import open_store
 from tests.support import sysbench, workloads
 from tests.support.compare import diff_databases
 from tests.support.deploy import mirror_deployment, sluice
-from tests.support.faults import Background, FollowerProcess, service
+from tests.support.faults import Background, FollowerProcess, group_progress, service
 from tests.support.matrix import FULL
 from tests.support.source_faults import kill_dump_threads, restart_source, wait_for_source
 
@@ -116,15 +114,6 @@ def _session_pids(pid: int) -> list[tuple[int, str]]:
         if sid == pid and int(entry.name) != pid:
             out.append((int(entry.name), cmd))
     return out
-
-
-def _group(cfg: Path) -> tuple[int, int]:
-    store = open_store(load_config(str(cfg)), create=False)
-    try:
-        st = store.status()["groups"].get("g1") or {}
-        return int(st.get("cursor") or 0), int(st.get("pending_rows") or 0)
-    finally:
-        getattr(store, "close", lambda: None)()
 
 
 def _chaos(kind: str, request, tmp_path: Path, mariadb: dict, mariadb_target: dict) -> None:
@@ -208,7 +197,7 @@ def _chaos(kind: str, request, tmp_path: Path, mariadb: dict, mariadb_target: di
         while True:
             if not follower.running():
                 follower.start()
-            cursor, pending = _group(cfg)
+            cursor, pending = group_progress(cfg)
             if pending == 0:
                 diff = diff_databases(mariadb, d["db"], mariadb_target, d["tdb"])
                 if diff and all(v == 0 for v in diff.values()):

@@ -47,7 +47,7 @@ from pipeline.store import open_store
 from tests.support import sysbench
 from tests.support.compare import diff_databases
 from tests.support.deploy import mirror_deployment, rdb_adapter, sluice, write_deployment
-from tests.support.faults import Background, FollowerProcess, fault_schedule, service, stalled
+from tests.support.faults import Background, FollowerProcess, fault_schedule, group_progress, service, stalled
 from tests.support.matrix import FULL
 
 EVERY = float(os.environ.get("SLUICE_FAULT_EVERY", "10"))
@@ -83,16 +83,6 @@ def _writer(mariadb: dict, d: dict, seconds: int) -> Background:
     return Background(cmd, d["tmp"] / "writer.log")
 
 
-def _group(cfg) -> tuple[int, int]:
-    """(cursor, pending rows) of g1, read from the store as status does (files or Kafka)."""
-    store = open_store(load_config(str(cfg)), create=False)
-    try:
-        st = store.status()["groups"].get("g1") or {}
-        return int(st.get("cursor") or 0), int(st.get("pending_rows") or 0)
-    finally:
-        getattr(store, "close", lambda: None)()
-
-
 @pytest.mark.timeout(3600)  # N and the backlog's apply scale with the machine's load
 def _soak(kind, request, tmp_path, mariadb, mariadb_target):
     """The soak (SLUICE_E2E_FULL=1): every fault of the store's list, the cursor advancing between them."""
@@ -118,8 +108,8 @@ def _soak(kind, request, tmp_path, mariadb, mariadb_target):
     try:
         every = max(EVERY, 1.5 * d["calibration"] + 5)
         print(f"a cold run of one batch took {d['calibration']:.1f} s: a fault every {every:.0f} s")
-        records = fault_schedule(faults, every, cursor=lambda: _group(cfg)[0], pending=lambda: _group(cfg)[1],
-                                 alive=follower.running)
+        records = fault_schedule(faults, every, cursor=lambda: group_progress(cfg)[0],
+                                 pending=lambda: group_progress(cfg)[1], alive=follower.running)
         summary = [(r.fault, r.cursor_before, r.cursor_after, r.pending_before) for r in records]
         print(f"faults ({kind}): {summary}")
         assert not stalled(records), f"no progress after {[r.fault for r in stalled(records)]}: {summary}\n" \
@@ -133,7 +123,7 @@ def _soak(kind, request, tmp_path, mariadb, mariadb_target):
         deadline = time.monotonic() + 1800
         while True:
             assert follower.running(), follower.output()
-            cursor, pending = _group(cfg)
+            cursor, pending = group_progress(cfg)
             if pending == 0:
                 diff = diff_databases(mariadb, d["db"], mariadb_target, d["tdb"])
                 if diff and all(v == 0 for v in diff.values()):
@@ -200,7 +190,7 @@ def _wait(what: str, cond, follower: FollowerProcess, timeout: float, poll: floa
     deadline = time.monotonic() + timeout
     while not (got := cond()):
         assert follower.running(), f"the follower ended before {what}:\n{follower.output()}"
-        assert time.monotonic() < deadline, f"not within {timeout:.0f} s: {what} ({_group(follower.cfg)})\n" \
+        assert time.monotonic() < deadline, f"not within {timeout:.0f} s: {what} ({group_progress(follower.cfg)})\n" \
                                             f"{follower.output()}"
         time.sleep(poll)
     return got
@@ -214,21 +204,21 @@ def test_follower_progresses_across_a_kill(tmp_path, mariadb, mariadb_target):
     try:
         t0 = time.monotonic()
         follower.start()
-        first = _wait("the first ack", lambda: _group(cfg)[0], follower, 300, poll=0.2)
+        first = _wait("the first ack", lambda: group_progress(cfg)[0], follower, 300, poll=0.2)
         price = time.monotonic() - t0
         assert first == 1, f"a cold follower's first round is one batch (no rate known), not {first}"
-        assert _group(cfg)[1] > 0
+        assert group_progress(cfg)[1] > 0
         cut = _wait("a round in progress", lambda: _open_round(cfg), follower, 120, poll=0.05)
-        before = _group(cfg)[0]
+        before = group_progress(cfg)[0]
         follower.kill9()  # the whole process group, then a new follower
         every = 1.5 * price + 4
         t1 = time.monotonic()
-        after = _wait("progress after the kill", lambda: _group(cfg)[0] > before and _group(cfg)[0], follower,
-                      every, poll=0.2)
+        after = _wait("progress after the kill", lambda: group_progress(cfg)[0] > before and group_progress(cfg)[0],
+                      follower, every, poll=0.2)
         print(f"a cold follower's first ack after {price:.1f} s; killed in a round of {cut} units at cursor "
               f"{before}; the next follower acked {after} after {time.monotonic() - t1:.1f} s (limit {every:.0f} s)")
         assert "this one is smaller" in follower.output(100000), "the round cut short halves the next"
-        _wait("the backlog applied", lambda: _group(cfg)[1] == 0, follower, 300, poll=0.5)
+        _wait("the backlog applied", lambda: group_progress(cfg)[1] == 0, follower, 300, poll=0.5)
         assert diff_databases(mariadb, d["db"], mariadb_target, d["tdb"]) == {"s1": 0, "s2": 0}
         os.kill(follower.proc.proc.pid, signal.SIGTERM)
         assert follower.proc.wait(90) == 130

@@ -556,3 +556,16 @@ def fault_schedule(faults: list[tuple[str, Any]], every: float, cursor: Any, pen
 def stalled(records: list[FaultRecord]) -> list[FaultRecord]:
     """The faults after which the cursor did not move before the next one, although rows were pending."""
     return [r for r in records if r.pending_before > 0 and (r.cursor_after or 0) <= r.cursor_before]
+
+
+def group_progress(cfg: Path, group: str = "g1") -> tuple[int, int]:
+    """(cursor, pending rows) of ``group``, read from the store as status does (files or Kafka)."""
+    from pipeline.config import load_config
+    from pipeline.store import open_store
+
+    store = open_store(load_config(str(cfg)), create=False)
+    try:
+        st = store.status()["groups"].get(group) or {}
+        return int(st.get("cursor") or 0), int(st.get("pending_rows") or 0)
+    finally:
+        getattr(store, "close", lambda: None)()
