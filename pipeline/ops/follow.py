@@ -31,7 +31,8 @@ a failed round is not hidden by an idle one after it.
 
 It ends on SIGTERM/SIGINT (exit 130): a round in progress is abandoned as ``sluice run``
 abandons it (nothing half-applied acked, the round recorded as interrupted), a wait between
-rounds simply stops; the session is stopped. It also ends, exit 1, when the Spark JVM died.
+rounds simply stops; the session is stopped. It also ends, exit 1, when the Spark JVM died (also
+while the session was starting: no session can start in that process any more).
 """
 
 from __future__ import annotations
@@ -221,7 +222,7 @@ class Follower:
                     active = last
                 if last.exit_code == exitcodes.INTERRUPTED:
                     break
-                if self.spark is not None and not _alive(self.spark):
+                if (self.spark is not None and not _alive(self.spark)) or (self.spark is None and _gateway_dead()):
                     log.error("the Spark JVM is gone; stopping (a supervisor should start the follower again)")
                     return RunResult({**last.record, "status": "failed", "exit": exitcodes.FAILED},
                                      exitcodes.FAILED)
@@ -302,6 +303,18 @@ def _alive(spark: Any) -> bool:
         return True
     except Exception:  # noqa: BLE001 - py4j: the gateway is gone
         return not hasattr(spark, "sparkContext")
+
+
+def _gateway_dead() -> bool:
+    """PySpark's process-wide JVM gateway exists and its JVM has ended (killed while the session was
+    starting): no session can start in this process any more (every attempt meets the dead gateway),
+    so the follower must end for its supervisor to start a new one."""
+    try:
+        from pyspark import SparkContext
+    except ImportError:  # pragma: no cover - pyspark is a dependency
+        return False
+    proc = getattr(getattr(SparkContext, "_gateway", None), "proc", None)  # pyspark's launch_gateway sets it
+    return proc is not None and proc.poll() is not None
 
 
 def run_follow(cfg: Config, *, groups: list[str] | None = None, spark_factory: Callable[[int], Any] | None = None,

@@ -242,3 +242,28 @@ def test_a_run_refused_as_locked_is_not_the_groups_last_run(env):
         assert lr["ok"] is True and lr["run"] == RunLog(store.root).runs()[0]["run"], lr
     assert (tmp / "m" / "s.json").read_text() == metrics
     assert json.loads(metrics)["run"]["status"] == "ok"
+
+
+def test_a_jvm_killed_while_the_session_starts_ends_the_follower(env, monkeypatch):
+    """The JVM died while the session was starting (pyspark's process-wide gateway is dead): no
+    session can start in this process any more, so the follower ends, exit 1, for its supervisor
+    to start a new one, instead of failing every round (found by tests/e2e/test_chaos.py)."""
+    from pyspark import SparkContext
+
+    class DeadGateway:  # pyspark's launch_gateway sets ``gateway.proc`` to the JVM it started
+        class proc:  # noqa: N801 - the attribute's name
+            @staticmethod
+            def poll() -> int:
+                return -9
+
+    monkeypatch.setattr(SparkContext, "_gateway", DeadGateway(), raising=False)
+    cfg, store, _ = env
+    clock = Clock()
+    f = _follower(cfg, store, clock, plan_rows={1: 5})
+
+    def no_spark(pending):
+        raise ConnectionRefusedError(111, "Connection refused")
+    f.spark_factory = no_spark
+    r = f.run(max_rounds=5)
+    assert r.exit_code == 1 and r.record["status"] == "failed" and f.rounds == 1
+
