@@ -171,3 +171,5 @@ def test_spark_submit_on_the_standalone_cluster(deployment, mariadb, mariadb_tar
 if not FULL:  # long forms (SLUICE_E2E_FULL=1; CI budget): test_ack_window.py[kafka] covers both
     del test_replay_everything_changes_nothing
     del test_kill_job_mid_apply_acks_nothing_and_rerun_converges
+    # two groups at their own offsets (Kafka consumer-group offsets per group): the long form only
+    del test_second_group_at_its_own_offsets

@@ -28,6 +28,7 @@ from pipeline.mapping import load_mapping
 from pipeline.mapping.model import parse_mapping
 from tests.support import golden
 from tests.support.golden import GoldenTable
+from tests.support.matrix import FULL
 
 CANAL_EXAMPLE = Path("/work/shared/reference/canal-mappings/hbase/mytest_person2.yml")
 MODES = ("STRING", "NATIVE")
@@ -455,3 +456,7 @@ def test_keys_of_every_kind_as_raw_row_keys(target, hbase, mode):
         for r in expected:
             assert rows[raw_key(r)][b"CF:V"] == r["v"].encode(), (how, mode)
             assert rows[raw_key(r)][b"CF:KB"] == r["kb"].encode("latin-1")
+
+
+if not FULL:  # long form (SLUICE_E2E_FULL=1; CI budget): it waits out the Thrift server's real 60 s idle timeout
+    del test_pooled_connection_survives_the_idle_drop
