@@ -16,7 +16,7 @@ The test plays the supervisor: a follower that ended is started again at once. A
 the writers stop, the follower catches up, and the mirror equals the source table by table,
 ``sluice verify`` finds no difference and ``sluice store verify`` no damaged batch.
 
-Short form by default: 45 s of chaos (``SLUICE_CHAOS_SECONDS``) on the file store; the Kafka store
+Short form by default: 30 s of chaos (``SLUICE_CHAOS_SECONDS``) on the file store; the Kafka store
 too with ``SLUICE_E2E_FULL=1`` (CI budget). The long form is ``SLUICE_CHAOS_SECONDS=3600
 SLUICE_E2E_FULL=1`` (docs/reliability.md records its runs). The seed is ``SLUICE_TEST_SEED``
 (default 40): a failure names it.
@@ -44,7 +44,7 @@ from tests.support.faults import Background, FollowerProcess, group_progress, se
 from tests.support.matrix import FULL
 from tests.support.source_faults import kill_dump_threads, restart_source, wait_for_source
 
-SECONDS = float(os.environ.get("SLUICE_CHAOS_SECONDS", "45"))
+SECONDS = float(os.environ.get("SLUICE_CHAOS_SECONDS", "30"))
 SEED = int(os.environ.get("SLUICE_TEST_SEED", "40"))
 TABLES, SIZE = 2, 2000
 

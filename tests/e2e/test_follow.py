@@ -32,6 +32,7 @@ from pipeline.store import BatchStore
 from tests.support import sysbench
 from tests.support.deploy import rdb_adapter, sluice, write_deployment
 from tests.support.faults import Background, pause_env
+from tests.support.matrix import FULL
 from tests.support.proxy import Proxy
 
 ROWS = 1000
@@ -247,3 +248,8 @@ def test_sigterm_while_the_jvm_starts_leaves_no_process(dep, mariadb, follow):
         for pid in _session(f.proc.pid):  # what a failed run of this test leaves
             os.kill(pid, signal.SIGKILL)
     assert store.cursor("g1") == before
+
+
+if not FULL:  # long form (SLUICE_E2E_FULL=1; CI budget): spark-submit itself is proven by test_sync_mirror.py,
+    # test_ops_cron.py and test_faults.py on the cluster; the follower's loop by the tests above
+    del test_follow_runs_under_spark_submit

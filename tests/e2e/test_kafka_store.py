@@ -173,3 +173,6 @@ if not FULL:  # long forms (SLUICE_E2E_FULL=1; CI budget): test_ack_window.py[ka
     del test_kill_job_mid_apply_acks_nothing_and_rerun_converges
     # two groups at their own offsets (Kafka consumer-group offsets per group): the long form only
     del test_second_group_at_its_own_offsets
+    # the Kafka store's jars on the standalone cluster: the long form (the cluster path by default:
+    # test_sync_mirror.py, test_ops_cron.py, test_faults.py)
+    del test_spark_submit_on_the_standalone_cluster
