@@ -247,7 +247,7 @@ def _ledger(cur, engine, target_db: str) -> None:
 
 
 def _home(cur, home: str | None, w: RdbWriter) -> bool:
-    """Back to the connection's own database and session (the replay's time zone and clock undone),
+    """Back to the connection's own database and session (the replay's time zone undone),
     so the pool may hand it out again (a new connection costs a login and a TLS context); False when
     it cannot be (no database in the URL, or the statement dropped it): the connection is then
     discarded."""
@@ -255,8 +255,7 @@ def _home(cur, home: str | None, w: RdbWriter) -> bool:
         return False
     try:
         cur.execute("USE " + quote_ident(home))
-        cur.execute("SET SESSION timestamp = DEFAULT")
-        for stmt in w.dialect.session_sql:
+        for stmt in w.dialect.session_sql:  # the time zone (the clock was reset before the ledger's update)
             cur.execute(stmt)
     except Exception:  # noqa: BLE001 - discarded instead
         return False
