@@ -38,9 +38,16 @@ from pipeline.source.connect import connect
 
 #: how long a chunk waits for the group's apply lock (a sync round can take minutes)
 LOCK_WAIT = 1800.0
-#: a task keeps the lock for its next chunks up to this long (a waiting sync waits that long at most)
-LEASE = 0.5
+#: a task keeps the lock for its next chunks as long as it waited for it, within these bounds (a
+#: waiting sync waits MAX_LEASE and a chunk at most; against a follower whose rounds take seconds
+#: the repair then gets about half of the lock's time instead of a sliver of it)
+LEASE, MAX_LEASE = 0.5, 5.0
 SNAPSHOT_TRIES = 200
+
+
+def lease_for(waited: float) -> float:
+    """How long a task keeps the lock it waited ``waited`` seconds for."""
+    return min(MAX_LEASE, max(LEASE, waited))
 
 
 def typed_connection(src: SourceConfig) -> pymysql.connections.Connection:
@@ -77,6 +84,7 @@ class ChunkGuard:
         self.conn: pymysql.connections.Connection | None = None
         self._lock = None  # the held lock (kept across chunks for LEASE seconds)
         self._since = 0.0
+        self._lease = LEASE
         self.waited = 0.0  # seconds spent waiting for the lock (reported)
         self.held = 0.0    # seconds of chunk work under the lock
 
@@ -88,17 +96,9 @@ class ChunkGuard:
     @contextmanager
     def hold(self) -> Iterator[Snapshot]:
         """The lock, then a snapshot that sees everything the group applied (see the module doc).
-        The lock is kept for the task's next chunks up to :data:`LEASE` seconds (:meth:`tick` gives
-        it back): each chunk still reads its own snapshot under it."""
-        from pipeline.store.locks import acquire
-
-        if self.lock_path is not None and self._lock is None:
-            t0 = time.monotonic()
-            self._lock = acquire(Path(self.lock_path), f"apply ({self.group})",
-                                 f"sluice repair waits for the group's apply lock between chunks; {self.group!r} "
-                                 "is applied by another job", brief=True, wait=LOCK_WAIT)
-            self._since = time.monotonic()
-            self.waited += self._since - t0
+        The lock is kept for the task's next chunks for a lease (:func:`lease_for` the wait;
+        :meth:`tick` gives it back): each chunk still reads its own snapshot under it."""
+        self.take()
         t1 = time.monotonic()
         conn = self._conn()
         try:
@@ -114,11 +114,24 @@ class ChunkGuard:
             self.held += time.monotonic() - t1
             self.tick()
 
+    def take(self) -> None:
+        """The group's apply lock, unless this task holds it (its lease is not over)."""
+        from pipeline.store.locks import acquire
+
+        if self.lock_path is not None and self._lock is None:
+            t0 = time.monotonic()
+            self._lock = acquire(Path(self.lock_path), f"apply ({self.group})",
+                                 f"sluice repair waits for the group's apply lock between chunks; {self.group!r} "
+                                 "is applied by another job", brief=True, wait=LOCK_WAIT)
+            self._since = time.monotonic()
+            self._lease = lease_for(self._since - t0)
+            self.waited += self._since - t0
+
     def tick(self) -> None:
         """Give the lock back when the lease is over (after each chunk): a sync that waits for it gets
         it within a lease and a chunk, and each turn of the repair does a lease's worth of chunks
-        (one chunk per turn made the repair as slow as the follower's rounds)."""
-        if self._lock is not None and time.monotonic() - self._since >= LEASE:
+        (one chunk per turn, or a fixed 0.5 s, made the repair as slow as the follower's rounds)."""
+        if self._lock is not None and time.monotonic() - self._since >= self._lease:
             self._release()
 
     def _release(self) -> None:
