@@ -190,7 +190,43 @@ class MariaDB(Service):
         return f"MariaDB {version}, tz {tz}{extra}"
 
 
+class MariaDBReplica(MariaDB):
+    """A parallel replica of the ``mariadb`` source (``bench/backlog.py``: the same backlog applied by
+    MariaDB's own replication threads and by Sluice). Same binary and settings as the target, plus
+    ``slave_parallel_threads=4``, ``slave_parallel_mode=optimistic``, its relay log in its home and
+    ``skip-slave-start`` (a benchmark says where to start and stop: ``CHANGE MASTER TO
+    MASTER_LOG_FILE/POS``, ``START SLAVE UNTIL``). Starting it makes sure the source has the
+    replication user (``info["repl_user"]``, ``["repl_password"]``), created idempotently and
+    outside the source's binlog."""
+
+    needs = ("mariadb",)
+    REPL_USER, REPL_PASSWORD = "sluice_repl", "sluice-repl-pw"  # test-only, loopback only
+
+    def __init__(self, name: str, server_id: int, threads: int = 4, mode: str = "optimistic"):
+        super().__init__(name, server_id, source=False,
+                         extra=(f"slave_parallel_threads={threads}", f"slave_parallel_mode={mode}",
+                                "skip-slave-start", "relay-log=relay-bin"))
+
+    def start(self, ctx: Ctx) -> dict:
+        src = ctx.state.get("mariadb")
+        if not src:
+            raise ServiceError(f"{self.name}: start the source first (scripts/services start mariadb)")
+        u, pw = self.REPL_USER, self.REPL_PASSWORD
+        self._client(src, "SET SESSION sql_log_bin = 0;"
+                     f"CREATE USER IF NOT EXISTS '{u}'@'127.0.0.1' IDENTIFIED BY '{pw}';"
+                     f"ALTER USER '{u}'@'127.0.0.1' IDENTIFIED BY '{pw}';"
+                     f"GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO '{u}'@'127.0.0.1';")
+        info = super().start(ctx)
+        return {**info, "source": "mariadb", "repl_user": u, "repl_password": pw,
+                "parallel": self._client(info, "SELECT CONCAT(@@slave_parallel_threads, ' ', @@slave_parallel_mode)")}
+
+    def check(self, ctx: Ctx, info: dict) -> str:
+        threads, mode = self._client(info, "SELECT @@slave_parallel_threads, @@slave_parallel_mode").split("\t")
+        return f"{super().check(ctx, info)}, replica: {threads} parallel threads, {mode}"
+
+
 SERVICES = {
     "mariadb": MariaDB("mariadb", server_id=101, source=True),
     "mariadb-target": MariaDB("mariadb-target", server_id=102, source=False),
+    "mariadb-replica": MariaDBReplica("mariadb-replica", server_id=103),
 }
