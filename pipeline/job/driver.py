@@ -121,7 +121,7 @@ def run_sync(cfg: Config, group_id: str, spark: SparkSession, *, max_batches: in
         plan = load_group(cfg, group_id)
         plan.check()
     store = open_store(cfg, create=False)
-    if hasattr(store, "check_plan"):
+    if store.capabilities.checks_plan:
         store.check_plan(plan)  # a canal topic refuses what its partitioning cannot give
     summary = SyncSummary(group_id)
     t0 = time.monotonic()

@@ -23,6 +23,7 @@ from pipeline import __version__
 from pipeline.errors import OutOfOrderAckError, StoreError
 
 from . import admin
+from .changelog import StoreCapabilities
 from .cursors import CursorFiles
 from .fsutil import not_writable, now_iso, publish, spark_file_path, write_atomic, write_temp
 from .locks import HeldLock, acquire
@@ -39,6 +40,8 @@ BatchRef = BatchMeta | int
 
 class BatchStore:
     """The batch store of one source, rooted at ``root`` (local or shared mount)."""
+
+    capabilities = StoreCapabilities()  # the batch files keep the binlog's order: every group can be served
 
     def __init__(self, root: str | os.PathLike[str], *, create: bool = True):
         """Open the store; with ``create`` make it if missing, else raise StoreError."""

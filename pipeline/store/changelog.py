@@ -7,12 +7,15 @@ files``, the embedded default: batch files on a local or shared file system) and
 mode; :class:`~pipeline.store.kafka.canal.CanalTopicStore` when canal-server writes them).
 Both hand out the same batches (``BatchMeta``: batchId, rows, positions), the same ack protocol
 (``get``/``ack``/``rollback``, acks in order), and the same positions ``(batchId, seq, row)``.
+What one kind does beyond the interface it declares in :class:`StoreCapabilities` (the class
+attribute ``capabilities``); callers ask that record, never the store (``hasattr``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -21,11 +24,22 @@ from pipeline.config import Config
 from .meta import BatchMeta
 
 
+@dataclass(frozen=True, slots=True)
+class StoreCapabilities:
+    """What a change log does beyond :class:`ChangeLog`, declared once by each implementation."""
+
+    #: ``check_plan(plan)``: the log refuses, before a sync, a group its order cannot serve (a canal
+    #: topic on several partitions lost the order across tables that an ordered group needs)
+    checks_plan: bool = False
+
+
 class ChangeLog(Protocol):
     """What capture, the job and the commands need from a store."""
 
     #: the driver's local folder: locks, run log, dead letters, checked mappings
     root: Path
+    #: what this kind does beyond the interface (the methods each field names)
+    capabilities: StoreCapabilities
 
     @property
     def store_id(self) -> str: ...

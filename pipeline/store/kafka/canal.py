@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from pipeline.errors import ConfigError, StoreError
+from pipeline.store.changelog import StoreCapabilities
 
 from .batches import KafkaBatch
 from .client import committed, list_offsets, partitions_of
@@ -24,6 +25,8 @@ from .store import KafkaStore
 
 class CanalTopicStore(KafkaStore):
     """A topic canal-server writes; Sluice reads and acks it (see the module docstring)."""
+
+    capabilities = StoreCapabilities(checks_plan=True)  # on several partitions, ordered groups are refused
 
     def _partitions(self) -> list[tuple[str, int]]:
         n = partitions_of(self.topics, [self.topics.topic]).get(self.topics.topic)

@@ -27,6 +27,7 @@ from typing import Any
 
 from pipeline.config import Config
 from pipeline.errors import OutOfOrderAckError, StoreError
+from pipeline.store.changelog import StoreCapabilities
 from pipeline.store.fsutil import not_writable
 from pipeline.store.locks import HeldLock, acquire
 from pipeline.store.meta import validate_group, validate_position
@@ -47,6 +48,7 @@ class KafkaStore:
     """The Kafka change log of one source (see the module docstring)."""
 
     kind = "kafka"
+    capabilities = StoreCapabilities()  # batches keep the binlog's order across partitions (positions)
 
     def __init__(self, cfg: Config, *, create: bool = True):
         self.cfg = cfg
