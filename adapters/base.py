@@ -98,6 +98,34 @@ class AppliedFrom:
     batch: int  # the round's first batch
 
 
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    """What an adapter does beyond the :class:`Writer` contract, declared once by its factory.py
+    (``CAPABILITIES``) and read through :func:`adapters.registry.capabilities`: the pipeline asks
+    this record, never the writer (``hasattr``) nor the adapter's name, so a new adapter says what
+    it can do in one place (adapters/README.md)."""
+
+    #: ``Writer.track(scope, generation=0, recaptures=())``: the writer records what it applied under
+    #: the store id + group (ordered tables' positions, the DDL ledger), so a replay skips what the
+    #: target already holds; the sync and the DDL replay call it before ``open``
+    lineage: bool = False
+    #: ``Writer.track_position(applied_from, part)``: the round's start in the source's binlog is
+    #: recorded with the committed rows, and a new store asks the targets where they stand
+    #: (pipeline/job/positions.py)
+    positions: bool = False
+    #: replayed DDL reads the source's charset defaults through ``Writer.source_charsets`` (a
+    #: callable the driver sets before ``open``; DDL replayed as the source understood it)
+    source_charsets: bool = False
+    #: the target holds foreign keys: ``Writer.check(cascades)`` takes the source's cascading foreign
+    #: keys (in the target's names) that the target must have, because the binlog does not carry the
+    #: rows they change; a target without them is warned about mapped tables the source cascades into
+    foreign_keys: bool = False
+    #: how ``sluice verify`` and ``sluice repair`` compare it with the source: ``checksums`` (every row,
+    #: chunked checksums over a DB-API connection, pipeline/ops/verify_rdb.py), ``documents`` (counts and
+    #: a sample of documents by ``_id``) or ``rows`` (counts and a sample of rows by row key)
+    compare: Literal["checksums", "documents", "rows"] = "rows"
+
+
 @dataclass
 class ApplyStats:
     """What a writer did; picklable, summed by the driver. Keys are ``db.table``."""

@@ -3,7 +3,8 @@
 The one place that knows which subpackage serves which canal adapter name
 (``rdb``; ``es``/``es7``/``es8``; ``opensearch``; ``hbase``), imported lazily so an executor
 loads only what its partition uses. Every subpackage's ``factory.py`` has the same three
-functions with the same signatures (adapters/README.md), so every adapter is called alike.
+functions with the same signatures and declares its :class:`~adapters.base.Capabilities`
+(adapters/README.md), so every adapter is called alike and asked alike.
 ``opensearch`` serves esMappings (kind ``es``): its factory parses the entry into a target whose
 client is opensearch-py, and the es writer applies the changes (adapters/es/api.py: one
 adapter, two clients).
@@ -15,6 +16,7 @@ import importlib
 import sys
 from typing import Any
 
+from adapters.base import Capabilities
 from pipeline.errors import ConfigError
 
 KINDS = {"rdb": "rdb", "es": "es", "es7": "es", "es8": "es", "opensearch": "es", "hbase": "hbase"}
@@ -42,6 +44,12 @@ def target_from_adapter(adapter: Any, file: str, key: str, cfg: Any = None) -> A
         raise ConfigError(file, f"{key}.name",
                           f"adapter {adapter.name!r} cannot write (known: rdb, es, opensearch, hbase)")
     return _factory(CONFIG_MODULES.get(adapter.name, kind)).target_from_adapter(adapter, file, key, cfg)
+
+
+def capabilities(kind: str) -> Capabilities:
+    """What the adapter of a mapping kind (rdb/es/hbase) does beyond the writer contract: its
+    factory's ``CAPABILITIES`` (lineage, positions, source charsets, foreign keys, the compare)."""
+    return _factory(kind).CAPABILITIES
 
 
 def make_writer(kind: str, target: Any, mappings: tuple) -> Any:

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from adapters.base import Capabilities
 from adapters.es.config import EsTarget, target_of
 from adapters.es.writer import EsWriter
 
+#: documents by ``_id``: no lineage or positions recorded, no foreign keys; compared by counts and a sample
+CAPABILITIES = Capabilities(compare="documents")
 
 def target_from_adapter(adapter: Any, file: str, key: str, cfg: Any = None) -> EsTarget:
     """The target of one ``outerAdapters`` entry (``name: es``/``es7``/``es8``); ``cfg``: the

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from adapters.base import Capabilities
 from adapters.hbase.config import HbaseTarget, target_of
 from adapters.hbase.writer import HbaseWriter
 
+#: rows by row key: no lineage or positions recorded, no foreign keys; compared by counts and a sample
+CAPABILITIES = Capabilities(compare="rows")
 
 def target_from_adapter(adapter: Any, file: str, key: str, cfg: Any = None) -> HbaseTarget:
     """The target of one ``outerAdapters`` entry (``name: hbase``); errors name ``file``/``key``

@@ -5,9 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from adapters.base import Capabilities
 from adapters.rdb.config import RdbTarget
 from adapters.rdb.writer import RdbWriter
 
+#: the writer tracks lineage and the applied source position (``_sluice_progress``, the DDL ledger,
+#: ``_sluice_applied``), replays DDL with the source's charsets, checks the foreign keys the source
+#: cascades with; verify and repair compare every row by chunked checksums
+CAPABILITIES = Capabilities(lineage=True, positions=True, source_charsets=True, foreign_keys=True,
+                            compare="checksums")
 
 def make_writer(target: RdbTarget, mappings: tuple[Any, ...]) -> RdbWriter:
     """A new, unopened writer for ``target`` applying ``mappings`` (RdbTable or dbMapping Mappings)."""

@@ -32,12 +32,12 @@ class ChunkRunner:
     (:mod:`pipeline.etl.partition`)."""
 
     def __init__(self, ctx: JobContext, pid: int):
-        from adapters.registry import make_writer, reset_caches
+        from adapters.registry import capabilities, make_writer, reset_caches
 
         reset_caches(ctx.epoch)
         self.ctx, self.pid = ctx, pid
         self.writers = {}
-        self._make_writer = make_writer
+        self._make_writer, self._capabilities = make_writer, capabilities
         self.stats = ApplyStats()
         self.rows = 0
         self.retries = 0  # chunks tried again after a TransientError (reported, counted in metrics)
@@ -56,9 +56,10 @@ class ChunkRunner:
             kind, target = self.ctx.targets[tid]
             mappings = tuple(m for i, m in enumerate(self.ctx.mappings) if self.ctx.mapping_target[i] == tid)
             w = self.writers[tid] = self._make_writer(kind, target, mappings)
-            if hasattr(w, "track"):
+            can = self._capabilities(kind)
+            if can.lineage:
                 w.track(self.ctx.scope, self.ctx.generation, self.ctx.recaptures)
-            if self.ctx.applied_from is not None and hasattr(w, "track_position"):
+            if self.ctx.applied_from is not None and can.positions:
                 w.track_position(self.ctx.applied_from, self.pid)
             w.open()
         return w

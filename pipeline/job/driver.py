@@ -22,7 +22,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from adapters.base import AppliedFrom, ApplyStats, Change, DdlChange
-from adapters.registry import after_ddl, make_writer, reset_caches
+from adapters.registry import after_ddl, capabilities, make_writer, reset_caches
 from pipeline.config import Config
 from pipeline.errors import SluiceError, TransientError
 from pipeline.job import mapped
@@ -439,12 +439,12 @@ def _apply_ddl_once(plan: GroupPlan, midx: int, ddl: DdlChange, scope: str,
     kind, target = plan.targets[tid]
     # all of the target's mappings: a statement may name another mirrored database (a foreign key)
     same = tuple(m for i, m in enumerate(plan.mappings) if plan.mapping_target[i] == tid)
-    writer = make_writer(kind, target, same)
-    if hasattr(writer, "track"):
+    writer, can = make_writer(kind, target, same), capabilities(kind)
+    if can.lineage:
         writer.track(scope)  # the DDL ledger records which store and group replayed it
-    if hasattr(writer, "source_charsets"):
+    if can.source_charsets:
         writer.source_charsets = charsets or source_charsets_reader(plan)
-    own = charsets is None and hasattr(writer, "source_charsets")  # a reader of its own, closed here
+    own = charsets is None and can.source_charsets  # a reader of its own, closed here
     try:
         writer.open()
         if ddl.kind == "TRUNCATE":

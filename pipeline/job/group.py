@@ -11,7 +11,7 @@ from urllib.parse import unquote, urlsplit
 
 import pymysql
 
-from adapters.registry import key_rules, kind_of, make_writer, target_from_adapter
+from adapters.registry import capabilities, key_rules, kind_of, make_writer, target_from_adapter
 from pipeline.config import Config
 from pipeline.errors import ConfigError, GrantError, SourceError, TargetMismatchError
 from pipeline.job import checked, conflicts
@@ -81,14 +81,14 @@ class GroupPlan:
             cascades = expected_cascades(fks, self.mappings, self.mapping_target)
             for fk in fks:  # Elasticsearch and HBase have no foreign keys to cascade with
                 for m in self.mappings:
-                    if fk.cascades and m.kind != "rdb" and m.matches(fk.database, fk.table):
+                    if fk.cascades and not capabilities(m.kind).foreign_keys and m.matches(fk.database, fk.table):
                         log.warning("the source cascades into a mapped table; the binlog does not carry those "
                                     "changes, so its documents/rows stay until the row itself changes",
                                     mapping=m.file, foreign_key=fk.describe())
         for tid, (kind, target) in self.targets.items():
             used = tuple(m for i, m in enumerate(self.mappings) if self.mapping_target[i] == tid)
             try:
-                if used and kind == "rdb":
+                if used and capabilities(kind).foreign_keys:
                     make_writer(kind, target, used).check(None if cascades is None else cascades.get(tid, []))
                 elif used:
                     make_writer(kind, target, used).check()

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from adapters.base import AppliedFrom
-from adapters.registry import make_writer
+from adapters.registry import capabilities, make_writer
 from pipeline.capture.position import Position, binlog_key
 from pipeline.config import Config
 from pipeline.errors import SluiceError
@@ -39,7 +39,7 @@ def _rdb_writers(plan: GroupPlan) -> list[tuple[Any, Any]]:
     out = []
     for tid, (kind, target) in plan.targets.items():
         used = tuple(m for i, m in enumerate(plan.mappings) if plan.mapping_target[i] == tid)
-        if used and kind == "rdb":
+        if used and capabilities(kind).positions:  # the others record no position
             out.append((target, make_writer(kind, target, used)))
     return out
 

@@ -1,7 +1,8 @@
 """``sluice verify``: compare sources with their targets, per mapping (docs/operations.md).
 
-RDB mappings are compared completely, chunk by chunk (:mod:`pipeline.ops.verify_rdb`);
-Elasticsearch and HBase mappings by counts and a random sample (:mod:`pipeline.ops.verify_docs`).
+The target adapter's capabilities (``compare``) pick the method: ``checksums`` (RDB) completely,
+chunk by chunk (:mod:`pipeline.ops.verify_rdb`); ``documents`` (Elasticsearch, OpenSearch) and
+``rows`` (HBase) by counts and a random sample (:mod:`pipeline.ops.verify_docs`).
 Run it when the targets have caught up (right after a ``sluice run`` with the writers paused,
 or accept that rows changed since the last run show as differences); ``--recheck SECONDS`` compares
 a table that differs once more after that pause, to tell replication delay from real differences.
@@ -65,6 +66,8 @@ def verify(cfg: Config, *, groups: list[str] | None = None, files: list[str] | N
     chosen = selected_mappings(cfg, groups, files)
     if not chosen:
         raise ConfigError(cfg.file, "groups", "nothing to verify: the chosen groups have no mappings")
+    from adapters.registry import capabilities
+
     results: list[TableDiff] = []
     src_conn = connect_source(cfg)
     try:
@@ -72,13 +75,14 @@ def verify(cfg: Config, *, groups: list[str] | None = None, files: list[str] | N
             first = len(results)
             try:
                 _preflight(cfg, src_conn, m, kind, target)
-                if kind == "rdb":
+                compare = capabilities(kind).compare
+                if compare == "checksums":
                     results += _verify_rdb(src_conn, m, target, chunk, recheck)
-                elif kind == "es":
+                elif compare == "documents":
                     from .verify_docs import verify_es
 
                     results.append(verify_es(m, target, sample))
-                elif kind == "hbase":
+                elif compare == "rows":
                     from .verify_docs import verify_hbase
 
                     results.append(verify_hbase(src_conn, m, target, sample))

@@ -82,7 +82,9 @@ def plan_tables(conn: Any, plan: Any, midxs: list[int], tables: list[str] | None
 
 def _tables_of_mapping(conn: Any, plan: Any, midx: int, mapping: Any, kind: str, target: Any
                        ) -> list[tuple[str, str, TablePair | None, str]]:
-    if kind == "rdb":
+    from adapters.registry import capabilities
+
+    if capabilities(kind).compare == "checksums":
         with conn.cursor() as cur:
             pairs = pairs_for(cur, mapping)
         out = []

@@ -108,8 +108,10 @@ def chunks_of(src: Side, table: str, keys: list[str], lo: tuple | None, hi: tupl
 
 
 def _comparer(ctx: RepairContext, t: RepairTable, conn):
+    from adapters.registry import capabilities
+
     kind, target = ctx.job.targets[ctx.job.mapping_target[t.midx]]
-    if kind == "rdb":
+    if capabilities(kind).compare == "checksums":
         from .rdb import RdbChunks
 
         return RdbChunks(t, target, conn)

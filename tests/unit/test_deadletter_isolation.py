@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from adapters.base import ApplyStats, Change
+from adapters.base import ApplyStats, Capabilities, Change
 from pipeline.errors import RowError, TargetError, TransientError
 from pipeline.job.chunks import ChunkRunner
 from pipeline.job.partition import JobContext
@@ -66,6 +66,7 @@ def _run(tmp_path, dead_letter: bool, blocked: frozenset = frozenset()) -> Chunk
                      blocked=blocked, backoff_max=0.0)
     run = ChunkRunner(ctx, 3)
     run._make_writer = lambda kind, target, mappings: FakeWriter(target, mappings)
+    run._capabilities = lambda kind: Capabilities()  # the fake tracks no lineage or positions
     return run
 
 
