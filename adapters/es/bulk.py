@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
+from tenacity import Retrying, retry_if_result, stop_after_attempt, wait_exponential
 
 from adapters.es.api import SearchApi, connect
 from adapters.es.config import EsTarget
@@ -112,38 +113,44 @@ def send(target: EsTarget, actions: list[Action]) -> list[Action]:
 
 
 def _request(target: EsTarget, actions: list[Action], lines: list[bytes]) -> list[Action]:
+    """One bulk request (sent again, whole, after items that failed transiently: ``item_retries``
+    times, waits doubling from 0.5 s); the ``update`` actions that found no document."""
     body = b"".join(lines)
     api = client(target)
-    delay = 0.5
-    for attempt in range(target.item_retries + 1):
-        try:
-            result = api.bulk(body)
-        except Exception as e:  # noqa: BLE001 - classified by the client's errors.py
-            raise api.error(e, f"bulk request of {len(actions)} action(s) to index {actions[0].index}") from None
-        if not result.get("errors"):
-            return []
-        missing, transient = [], None
-        for a, item in zip(actions, result["items"], strict=True):
-            (op, res), = item.items()
-            err = res.get("error")
-            if err is None:
-                continue
-            status = int(res.get("status", 0))
-            if op == "update" and status == 404 and isinstance(err, dict) \
-                    and err.get("type") == "document_missing_exception":
-                missing.append(a)
-                continue
-            if is_transient_item(status, err):
-                transient = transient or item_error(op, a.index, a.doc_id, status, err, api.product)
-                continue
-            raise item_error(op, a.index, a.doc_id, status, err, api.product)
-        if transient is None:
-            return missing
-        if attempt == target.item_retries:
-            raise transient
-        time.sleep(delay)
-        delay *= 2
-    return []  # pragma: no cover - the loop returns or raises
+    resends = Retrying(stop=stop_after_attempt(target.item_retries + 1), wait=wait_exponential(multiplier=0.5),
+                       retry=retry_if_result(lambda r: r[1] is not None),
+                       retry_error_callback=lambda rs: rs.outcome.result(), sleep=time.sleep)
+    missing, transient = resends(_send, api, actions, body)
+    if transient is not None:
+        raise transient
+    return missing
+
+
+def _send(api: SearchApi, actions: list[Action], body: bytes) -> tuple[list[Action], Exception | None]:
+    """Send ``body`` once: the ``update`` actions that found no document, and the first transient
+    item error (None when there was none); a terminal item error is raised."""
+    try:
+        result = api.bulk(body)
+    except Exception as e:  # noqa: BLE001 - classified by the client's errors.py
+        raise api.error(e, f"bulk request of {len(actions)} action(s) to index {actions[0].index}") from None
+    if not result.get("errors"):
+        return [], None
+    missing, transient = [], None
+    for a, item in zip(actions, result["items"], strict=True):
+        (op, res), = item.items()
+        err = res.get("error")
+        if err is None:
+            continue
+        status = int(res.get("status", 0))
+        if op == "update" and status == 404 and isinstance(err, dict) \
+                and err.get("type") == "document_missing_exception":
+            missing.append(a)
+            continue
+        if is_transient_item(status, err):
+            transient = transient or item_error(op, a.index, a.doc_id, status, err, api.product)
+            continue
+        raise item_error(op, a.index, a.doc_id, status, err, api.product)
+    return missing, transient
 
 
 def delete_all(target: EsTarget, index: str) -> int:

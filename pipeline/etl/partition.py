@@ -29,6 +29,7 @@ from pipeline.etl.progress import ProgressSink
 from pipeline.etl.values import row_decoder
 from pipeline.job.chunks import ChunkRunner
 from pipeline.job.partition import JobContext, result_batch
+from pipeline.retry import doubling, retrying
 
 READ_RETRIES = 5
 
@@ -55,39 +56,45 @@ class EtlContext:
 
 
 def read_pages(ctx: EtlContext, load: TableLoad, rng) -> Iterator[list[tuple]]:
-    """Pages of raw rows of one range, by key; reconnects after a broken connection."""
+    """Pages of raw rows of one range, by key. A broken connection is reopened and the page read
+    again, ``READ_RETRIES`` times in a row at most (waits 1, 2, 4, 8, 10 s); a table without a key
+    is one streaming read, not tried again (it could not resume)."""
     nk = len(load.meta.pk)
-    after = None
-    attempt = 0
     conn = None
+
+    def read_page(after: tuple | None) -> list[tuple]:
+        nonlocal conn
+        try:
+            if conn is None:
+                conn = S.connect(ctx.source, stream=True)
+            sql, params = load.select_sql(rng, after, paged=True)
+            with conn.cursor() as cur:
+                cur.execute(sql, params)
+                return cur.fetchall()
+        except Exception:
+            _close(conn)  # the next try opens a new connection
+            conn = None
+            raise
+
     try:
-        while True:
+        if not nk:  # no key: one streaming read of the whole table
             try:
-                if conn is None:
-                    conn = S.connect(ctx.source, stream=True)
-                sql, params = load.select_sql(rng, after, paged=bool(nk))
+                conn = S.connect(ctx.source, stream=True)
+                sql, params = load.select_sql(rng, None, paged=False)
                 with conn.cursor() as cur:
                     cur.execute(sql, params)
-                    if not nk:  # no key: one streaming read of the whole table
-                        while page := cur.fetchmany(load.read_batch):
-                            yield page
-                        return
-                    page = cur.fetchall()
-                attempt = 0
+                    while page := cur.fetchmany(load.read_batch):
+                        yield page
+                return
             except Exception as e:  # noqa: BLE001 - classified here
-                if not (S.is_transient(e) or isinstance(e, TransientError)) or attempt >= READ_RETRIES or not nk:
-                    if isinstance(e, SluiceError):
-                        raise
-                    raise SluiceError(f"reading {load.meta.label} {rng} from the source failed: {e}") from None
-                attempt += 1
-                if conn is not None:
-                    try:
-                        conn.close()
-                    except Exception:  # noqa: BLE001
-                        pass
-                conn = None
-                time.sleep(min(10.0, 0.5 * 2 ** attempt))
-                continue
+                raise _read_error(load, rng, e) from None
+        reads = retrying(attempts=READ_RETRIES + 1, on=_broken, wait=doubling(1.0, 10.0))
+        after = None
+        while True:
+            try:
+                page = reads(read_page, after)
+            except Exception as e:  # noqa: BLE001 - classified here
+                raise _read_error(load, rng, e) from None
             if not page:
                 return
             yield page
@@ -97,6 +104,25 @@ def read_pages(ctx: EtlContext, load: TableLoad, rng) -> Iterator[list[tuple]]:
     finally:
         if conn is not None:
             conn.close()
+
+
+def _broken(e: BaseException) -> bool:
+    """A source read worth another try on a new connection (the connection broke)."""
+    return isinstance(e, Exception) and (S.is_transient(e) or isinstance(e, TransientError))
+
+
+def _read_error(load: TableLoad, rng, e: Exception) -> SluiceError:
+    if isinstance(e, SluiceError):
+        return e
+    return SluiceError(f"reading {load.meta.label} {rng} from the source failed: {e}")
+
+
+def _close(conn) -> None:
+    if conn is not None:
+        try:
+            conn.close()
+        except Exception:  # noqa: BLE001 - the connection is already broken
+            pass
 
 
 def _prefetched(pages: Iterator[list[tuple]], depth: int = 2) -> Iterator[list[tuple]]:

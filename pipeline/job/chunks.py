@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from adapters.base import ApplyStats, Change
 from pipeline.errors import TargetError, TransientError, is_row_error
 from pipeline.logs import get_logger
+from pipeline.retry import doubling, first_line, retrying
 
 log = get_logger("job.partition")  # the component name the log lines have always had
 
@@ -102,33 +103,38 @@ class ChunkRunner:
         """One transaction for ``chunk``; transient failures retried with backoff. On failure the
         writer's counts go back to what was committed."""
         mapping = self.ctx.mappings[midx]
-        delay = 0.5
-        for attempt in range(1, self.ctx.retries + 1):
-            w = before = None
-            try:
-                w = self.writer(midx)  # opening may fail transiently too (target restarting)
-                before = ApplyStats().add(w.stats)
-                w.apply(mapping, chunk)
-                w.commit()
-                self.rows += len(chunk)
-                self._maybe_pause()
-                return
-            except TransientError as e:
-                if before is not None:
-                    w.stats = before
-                self._discard(midx)
-                if attempt == self.ctx.retries:
-                    raise
-                self.retries += 1
-                log.warning("transient error, retrying the chunk", partition=self.pid, mapping=mapping.file,
-                            attempt=attempt, of=self.ctx.retries, delay=delay, error=str(e).splitlines()[0][:300])
-                time.sleep(delay)
-                delay = min(delay * 2, self.ctx.backoff_max)
-            except TargetError as e:
-                if before is not None and is_row_error(e):
-                    w.stats = before
-                    w.rollback()  # the chunk is tried again in parts (dead-letter isolation)
-                raise
+
+        def retrying_after(attempt: int, e: BaseException, delay: float) -> None:
+            self.retries += 1
+            log.warning("transient error, retrying the chunk", partition=self.pid, mapping=mapping.file,
+                        attempt=attempt, of=self.ctx.retries, delay=delay, error=first_line(e))
+
+        for attempt in retrying(attempts=self.ctx.retries, on=TransientError,
+                                wait=doubling(0.5, self.ctx.backoff_max), before_sleep=retrying_after):
+            with attempt:
+                self._apply_once(midx, mapping, chunk)
+
+    def _apply_once(self, midx: int, mapping, chunk: list[Change]) -> None:
+        """One try of :meth:`_apply`: on a TransientError the writer is dropped (the next try opens
+        a new one); on a row error the transaction is rolled back for the halving."""
+        w = before = None
+        try:
+            w = self.writer(midx)  # opening may fail transiently too (target restarting)
+            before = ApplyStats().add(w.stats)
+            w.apply(mapping, chunk)
+            w.commit()
+            self.rows += len(chunk)
+            self._maybe_pause()
+        except TransientError:
+            if before is not None:
+                w.stats = before
+            self._discard(midx)
+            raise
+        except TargetError as e:
+            if before is not None and is_row_error(e):
+                w.stats = before
+                w.rollback()  # the chunk is tried again in parts (dead-letter isolation)
+            raise
 
     def _maybe_pause(self) -> None:
         ctx = self.ctx

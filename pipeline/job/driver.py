@@ -37,6 +37,7 @@ from pipeline.job.rounds import RoundSizer, follower_error, follower_of, units
 from pipeline.job.schema import RESULT_SCHEMA
 from pipeline.job.session import codegen_for_round
 from pipeline.logs import get_logger
+from pipeline.retry import doubling, first_line, retrying
 from pipeline.store import ChangeLog, open_store
 from pipeline.store.deadletter import DeadLetterStore
 from pipeline.store.waivers import waivers
@@ -417,18 +418,13 @@ def _apply_ddl(plan: GroupPlan, ddl: DdlChange, scope: str = "", charsets: Sourc
             ddl = replace(ddl, time_zone=source_time_zone(plan.config.source, ddl.time_zone or None))
     for midx in midxs:
         mapping = plan.mappings[midx]
-        delay = 0.5
-        for attempt in range(1, retries + 1):
-            try:
-                _apply_ddl_once(plan, midx, ddl, scope, charsets)
-                break
-            except TransientError as e:
-                if attempt == retries:
-                    raise
-                log.warning("transient error, retrying the DDL", mapping=mapping.file, attempt=attempt, of=retries,
-                            delay=delay, error=str(e).splitlines()[0][:300])
-                time.sleep(delay)
-                delay = min(delay * 2, backoff_max)
+
+        def retrying_after(attempt: int, e: BaseException, delay: float, mapping=mapping) -> None:
+            log.warning("transient error, retrying the DDL", mapping=mapping.file, attempt=attempt, of=retries,
+                        delay=delay, error=first_line(e))
+
+        retrying(attempts=retries, on=TransientError, wait=doubling(0.5, backoff_max),
+                 before_sleep=retrying_after)(_apply_ddl_once, plan, midx, ddl, scope, charsets)
         log.info("ddl", database=ddl.database, table=ddl.table, kind=ddl.kind, mapping=mapping.file)
 
 

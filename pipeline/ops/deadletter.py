@@ -10,7 +10,6 @@ is recorded first. Runs under the group's apply lock, so no sync of the group ru
 from __future__ import annotations
 
 import os
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from pipeline.errors import TransientError, is_row_error
 from pipeline.job.deadletter import change_of
 from pipeline.job.group import GroupPlan, load_group
 from pipeline.logs import get_logger
+from pipeline.retry import doubling, retrying
 from pipeline.store import ChangeLog, open_store
 from pipeline.store.deadletter import DeadLetterStore
 
@@ -126,25 +126,24 @@ class _Applier:
         return w
 
     def apply(self, midx: int, change: Change) -> None:
+        """Apply ``change`` in its own transaction; a TransientError drops the writer and is tried
+        again (``retries`` tries, waits doubling from 0.5 s up to 20 s)."""
+        retrying(attempts=self.retries, on=TransientError, wait=doubling(0.5, 20.0))(self._apply_once, midx, change)
+
+    def _apply_once(self, midx: int, change: Change) -> None:
         tid = self.plan.mapping_target[midx]
-        delay = 0.5
-        for attempt in range(1, self.retries + 1):
-            w = None
-            try:
-                w = self._writer(tid)
-                w.apply(self.plan.mappings[midx], [change])
-                w.commit()
-                return
-            except TransientError:
-                self._drop(tid)
-                if attempt == self.retries:
-                    raise
-                time.sleep(delay)
-                delay = min(delay * 2, 20.0)
-            except BaseException:
-                if w is not None:
-                    w.rollback()
-                raise
+        w = None
+        try:
+            w = self._writer(tid)
+            w.apply(self.plan.mappings[midx], [change])
+            w.commit()
+        except TransientError:
+            self._drop(tid)
+            raise
+        except BaseException:
+            if w is not None:
+                w.rollback()
+            raise
 
     def _drop(self, tid: str) -> None:
         w = self.writers.pop(tid, None)

@@ -45,11 +45,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tenacity import wait_fixed
+
 from pipeline import exitcodes
 from pipeline.config import Config
 from pipeline.errors import LockHeldError
 from pipeline.job.rounds import follow_lock_path
 from pipeline.logs import get_logger
+from pipeline.retry import retrying
 from pipeline.store import ChangeLog, open_store
 from pipeline.store.locks import acquire, read_holder
 
@@ -247,15 +250,18 @@ class Follower:
         store = open_store(self.cfg, create=True)
         for g in self.group_ids:
             path = follow_lock_path(store, g)
-            for attempt in range(10):  # a job probing the lock holds it for an instant
-                try:
-                    self.claims.append(acquire(path, f"follow ({g})", f"only one follower may apply group {g!r}"))
-                    break
-                except LockHeldError:
-                    if attempt == 9 or read_holder(path) is not None:  # a holder that recorded itself
-                        self.release()
-                        raise
-                    time.sleep(0.1)
+
+            def probed(e: BaseException, path: Path = path) -> bool:
+                """Held by a job probing the lock for an instant (a holder that recorded itself is not)."""
+                return isinstance(e, LockHeldError) and read_holder(path) is None
+
+            try:
+                held = retrying(attempts=10, on=probed, wait=wait_fixed(0.1))(
+                    acquire, path, f"follow ({g})", f"only one follower may apply group {g!r}")
+            except LockHeldError:
+                self.release()
+                raise
+            self.claims.append(held)
 
     def release(self) -> None:
         """Drop the follow locks."""

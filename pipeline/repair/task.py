@@ -22,6 +22,7 @@ from pipeline.errors import SluiceError, TransientError
 from pipeline.etl.progress import ProgressSink
 from pipeline.job.partition import JobContext
 from pipeline.ops.verify_rdb import Side, range_clause
+from pipeline.retry import doubling, retrying
 
 from .guard import ChunkGuard, typed_connection
 from .plan import RepairTable
@@ -173,26 +174,25 @@ def _run_unit(ctx: RepairContext, unit: RepairUnit, pid: int) -> pa.RecordBatch:
 
 
 def _repair_chunk(guard: ChunkGuard, runner, comp, midx: int, mapping, lo, hi, res: UnitResult) -> ChunkCounts:
-    delay = 0.5
-    for attempt in range(1, RETRIES + 1):
-        try:
-            with guard.hold() as snap:
-                w = runner.writer(midx)
-                w.open()
-                try:
-                    c = comp.repair(snap, w, mapping, lo, hi)
-                    w.commit()  # before the lock is released
-                except BaseException:
-                    runner.abort()  # roll back and drop the writer; the next try opens a new one
-                    raise
-                return c
-        except TransientError:
-            if attempt == RETRIES:
+    """Repair one chunk under the lock; a TransientError repeats it from its lock (``RETRIES``
+    tries, waits doubling from 0.5 s up to 10 s, counted in ``res.retries``)."""
+
+    def count(_attempt: int, _e: BaseException, _delay: float) -> None:
+        res.retries += 1
+
+    def once() -> ChunkCounts:
+        with guard.hold() as snap:
+            w = runner.writer(midx)
+            w.open()
+            try:
+                c = comp.repair(snap, w, mapping, lo, hi)
+                w.commit()  # before the lock is released
+            except BaseException:
+                runner.abort()  # roll back and drop the writer; the next try opens a new one
                 raise
-            res.retries += 1
-            time.sleep(delay)
-            delay = min(delay * 2, 10.0)
-    raise AssertionError("unreachable")
+            return c
+
+    return retrying(attempts=RETRIES, on=TransientError, wait=doubling(0.5, 10.0), before_sleep=count)(once)
 
 
 def _bound(b, open_end: str) -> str:

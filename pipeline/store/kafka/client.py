@@ -5,7 +5,6 @@ Sluice's errors (a broker that does not answer is a :class:`BrokerUnavailable`, 
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +21,7 @@ from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 from pipeline.config import Config, KafkaStoreConfig
 from pipeline.errors import StoreError, TransientError
+from pipeline.retry import doubling, retrying
 
 TIMEOUT = 30.0
 
@@ -148,20 +148,27 @@ def list_offsets(topics: Topics, tps: list[tuple[str, int]], spec: str = "latest
     client = admin(topics)
     want = {TopicPartition(t, p): (OffsetSpec.latest() if spec == "latest" else OffsetSpec.earliest())
             for t, p in tps}
-    for attempt in range(6):  # a topic created a moment ago may not have its leader in the metadata yet
-        try:
-            futs = client.list_offsets(want, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=TIMEOUT)
-            return {(tp.topic, tp.partition): f.result().offset for tp, f in futs.items()}
-        except KafkaException as e:
-            if attempt == 5 or "leader" not in str(e).lower():
-                raise fail(e, f"list {spec} offsets", topics) from None
-            time.sleep(0.5 * 2 ** attempt)
-            # after a broker restart the cached client keeps asking with the old leader epoch
-            # ("Leader epoch is older than broker epoch") and does not refresh its metadata by
-            # itself: a new client starts from fresh metadata
-            _ADMINS.pop((topics.bootstrap, topics.properties), None)
-            client = admin(topics)
-    raise AssertionError("unreachable")
+
+    def ask() -> dict[tuple[str, int], int]:
+        futs = client.list_offsets(want, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=TIMEOUT)
+        return {(tp.topic, tp.partition): f.result().offset for tp, f in futs.items()}
+
+    def renew(_attempt: int, _e: BaseException, _delay: float) -> None:
+        # after a broker restart the cached client keeps asking with the old leader epoch
+        # ("Leader epoch is older than broker epoch") and does not refresh its metadata by
+        # itself: a new client starts from fresh metadata
+        nonlocal client
+        _ADMINS.pop((topics.bootstrap, topics.properties), None)
+        client = admin(topics)
+
+    try:  # a topic created a moment ago may not have its leader in the metadata yet
+        return retrying(attempts=6, on=_leaderless, wait=doubling(0.5), before_sleep=renew)(ask)
+    except KafkaException as e:
+        raise fail(e, f"list {spec} offsets", topics) from None
+
+
+def _leaderless(e: BaseException) -> bool:
+    return isinstance(e, KafkaException) and "leader" in str(e).lower()
 
 
 def consumer(topics: Topics, group: str | None = None) -> Consumer:
@@ -177,13 +184,15 @@ def consumer(topics: Topics, group: str | None = None) -> Consumer:
 RETRIES = 8
 
 
-def _backoff(attempt: int) -> float:
-    return min(2.0, 0.25 * 2 ** attempt)
+#: the waits between them: 0.25, 0.5, 1, then 2 s
+_BACKOFF = doubling(0.25, 2.0)
 
 
-def _coordinator_busy(e: KafkaException) -> bool:
+def _coordinator_busy(e: BaseException) -> bool:
     """The group's coordinator moved or is still loading (retried); a broker that does not answer
     is not (it fails at once, as a BrokerUnavailable)."""
+    if not isinstance(e, KafkaException):
+        return False
     err = e.args[0] if e.args else None
     return isinstance(err, KafkaError) and err.code() in (
         KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError.COORDINATOR_LOAD_IN_PROGRESS)
@@ -223,16 +232,20 @@ def committed(topics: Topics, group: str, tps: list[tuple[str, int]]) -> dict[tu
     """The group's committed (offset, metadata) per partition; partitions without one are left out."""
     if not tps:
         return {}
-    for attempt in range(RETRIES):
+
+    def read() -> list[TopicPartition]:
         try:
             got = _group_client(topics, group).committed([TopicPartition(t, p) for t, p in tps], timeout=TIMEOUT)
             _raise_partition_error(got)  # a partition's own error is not "no offset"
-            break
-        except KafkaException as e:
+            return got
+        except KafkaException:
             _drop_group_client(topics, group)  # the next attempt asks afresh
-            if not _coordinator_busy(e) or attempt == RETRIES - 1:
-                raise fail(e, f"read the committed offsets of group {group}", topics) from None
-            time.sleep(_backoff(attempt))
+            raise
+
+    try:
+        got = retrying(attempts=RETRIES, on=_coordinator_busy, wait=_BACKOFF)(read)
+    except KafkaException as e:
+        raise fail(e, f"read the committed offsets of group {group}", topics) from None
     return {(tp.topic, tp.partition): (tp.offset, tp.metadata or "") for tp in got
             if tp.offset != OFFSET_INVALID and tp.offset >= 0}
 
@@ -244,12 +257,15 @@ def commit(topics: Topics, group: str, offsets: dict[tuple[str, int], int], meta
     partitions only in the returned list, not as an exception: those raise too."""
     tps = [TopicPartition(t, p, off, metadata=metadata[(t, p)]) if (t, p) in metadata else TopicPartition(t, p, off)
            for (t, p), off in sorted(offsets.items())]
-    for attempt in range(RETRIES):  # committing the same offsets again is harmless
+
+    def send() -> None:
         try:
             _raise_partition_error(_group_client(topics, group).commit(offsets=tps, asynchronous=False) or [])
-            return
-        except KafkaException as e:
+        except KafkaException:
             _drop_group_client(topics, group)
-            if not _coordinator_busy(e) or attempt == RETRIES - 1:
-                raise fail(e, f"commit the offsets of group {group}", topics) from None
-            time.sleep(_backoff(attempt))
+            raise
+
+    try:  # committing the same offsets again is harmless
+        retrying(attempts=RETRIES, on=_coordinator_busy, wait=_BACKOFF)(send)
+    except KafkaException as e:
+        raise fail(e, f"commit the offsets of group {group}", topics) from None

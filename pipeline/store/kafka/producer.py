@@ -21,6 +21,7 @@ from typing import Any
 from confluent_kafka import KafkaException
 
 from pipeline.logs import get_logger
+from pipeline.retry import doubling, retrying
 from pipeline.store.fsutil import now_iso
 
 from . import batches as batch_records
@@ -176,16 +177,9 @@ class BatchProducer:
                 time.sleep(0.2)
 
     def _commit(self, p: Tx) -> None:
-        for attempt in range(10):
-            try:
-                p.commit_transaction(TIMEOUT)
-                return
-            except KafkaException as e:
-                err = e.args[0]
-                if err.retriable() and attempt < 9:
-                    time.sleep(min(5.0, 0.5 * 2 ** attempt))
-                    continue
-                raise
+        """Commit the open transaction; an error librdkafka calls retriable is tried again (10
+        tries, waits doubling from 0.5 s up to 5 s)."""
+        retrying(attempts=10, on=_retriable, wait=doubling(0.5, 5.0))(p.commit_transaction, TIMEOUT)
 
     def _abandon(self, p: Tx) -> None:
         """After a failure: abort the transaction if the producer can; a new producer (next ``open``)
@@ -195,3 +189,8 @@ class BatchProducer:
         except KafkaException:
             pass
         self._p = None
+
+
+def _retriable(e: BaseException) -> bool:
+    """A commit error librdkafka says may succeed when tried again."""
+    return isinstance(e, KafkaException) and e.args[0].retriable()
