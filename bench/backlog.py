@@ -118,6 +118,11 @@ def main() -> int:
     ap.add_argument("--record", action="store_true", help="append the result to docs/benchmarks.md")
     args = ap.parse_args()
     lanes = [int(x) for x in args.lanes.split(",")]
+    from pipeline.config import SparkConfig
+
+    if max(lanes) > 1 and "applyLanes" not in SparkConfig.model_fields:
+        sys.exit("--lanes above 1 needs spark.applyLanes, which this checkout does not have (the apply-lanes "
+                 "experiment was measured and not landed: docs/benchmarks.md)")
     svc = services()
     missing = [n for n in ("mariadb", "mariadb-target", "mariadb-replica") if n not in svc]
     if missing:
