@@ -14,6 +14,7 @@ import pymysql.cursors
 
 from pipeline.config import SourceConfig
 from pipeline.etl.values import RAW_CONV, SourceColumn, session_sql
+from pipeline.source import catalog
 from pipeline.source.connect import TRANSIENT_CODES, is_transient  # noqa: F401 - part of this module's face
 from pipeline.source.connect import connect as source_connect
 from pipeline.source.mysqltypes import quote_ident as qi  # noqa: F401 - the etl modules' name
@@ -53,23 +54,13 @@ class TableMeta:
         return {c.name: c.mysql_type() for c in self.columns}
 
 
-def _s(v) -> str:
-    return v.decode() if isinstance(v, bytes | bytearray) else str(v)
-
-
 def table_meta(conn, database: str, table: str) -> TableMeta | None:
     """Columns, primary key (in key order) and the row estimate of a table; None if missing."""
     with conn.cursor(pymysql.cursors.Cursor) as cur:
-        cur.execute("SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE FROM information_schema.COLUMNS "
-                    "WHERE TABLE_SCHEMA=%s AND TABLE_NAME=%s ORDER BY ORDINAL_POSITION", (database, table))
-        cols = tuple(SourceColumn(_s(n), _s(d).lower(), _s(t).lower()) for n, d, t in cur.fetchall())
+        cols = tuple(SourceColumn(c.name, c.data_type.lower(), c.column_type.lower())
+                     for c in catalog.columns(cur, database, table))
         if not cols:
             return None
-        cur.execute("SELECT COLUMN_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA=%s "
-                    "AND TABLE_NAME=%s AND INDEX_NAME='PRIMARY' ORDER BY SEQ_IN_INDEX", (database, table))
-        pk = tuple(_s(r[0]) for r in cur.fetchall())
-        cur.execute("SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA=%s AND TABLE_NAME=%s",
-                    (database, table))
-        row = cur.fetchone()
-        est = int(row[0] or 0) if row else 0
+        pk = tuple(catalog.primary_key(cur, database, table))
+        est = catalog.row_estimate(cur, database, table)
     return TableMeta(database, table, cols, pk, est)

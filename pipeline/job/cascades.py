@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from adapters.rdb.config import RdbTable
 from pipeline.errors import ConfigError
 from pipeline.mapping import DbMapping, Mapping
+from pipeline.source import catalog
 
 CASCADING = frozenset({"CASCADE", "SET NULL", "SET DEFAULT"})
 
@@ -57,24 +58,7 @@ class ExpectedFk:
 
 def read_source_fks(cur, databases: set[str]) -> list[SourceFk]:
     """The foreign keys of every table in ``databases`` (a pymysql cursor on the source)."""
-    if not databases:
-        return []
-    marks = ", ".join(["%s"] * len(databases))
-    cur.execute(
-        "SELECT k.CONSTRAINT_NAME, k.TABLE_SCHEMA, k.TABLE_NAME, k.COLUMN_NAME, k.REFERENCED_TABLE_SCHEMA, "
-        "k.REFERENCED_TABLE_NAME, k.REFERENCED_COLUMN_NAME, r.DELETE_RULE, r.UPDATE_RULE "
-        "FROM information_schema.KEY_COLUMN_USAGE k JOIN information_schema.REFERENTIAL_CONSTRAINTS r "
-        "ON r.CONSTRAINT_SCHEMA = k.CONSTRAINT_SCHEMA AND r.CONSTRAINT_NAME = k.CONSTRAINT_NAME "
-        "AND r.TABLE_NAME = k.TABLE_NAME "
-        f"WHERE k.TABLE_SCHEMA IN ({marks}) AND k.REFERENCED_TABLE_NAME IS NOT NULL "
-        "ORDER BY k.TABLE_SCHEMA, k.TABLE_NAME, k.CONSTRAINT_NAME, k.ORDINAL_POSITION", tuple(sorted(databases)))
-    out: dict[tuple, list] = {}
-    for name, db, table, col, rdb, rtable, rcol, on_delete, on_update in cur.fetchall():
-        fk = out.setdefault((db, table, name), [[], rdb, rtable, [], on_delete, on_update])
-        fk[0].append(col)
-        fk[3].append(rcol)
-    return [SourceFk(n, db, t, tuple(c), rdb, rt, tuple(rc), od, ou)
-            for (db, t, n), (c, rdb, rt, rc, od, ou) in out.items()]
+    return [SourceFk(*fk) for fk in catalog.foreign_keys(cur, databases)]
 
 
 def _mapped(mappings: tuple[Mapping, ...], database: str, table: str) -> list[tuple[int, Mapping]]:

@@ -27,6 +27,7 @@ from adapters.rdb.keys import list_tables
 from adapters.rdb.schema import table_info
 from pipeline.errors import ConfigError
 from pipeline.mapping import DbMapping
+from pipeline.source import catalog
 from pipeline.source.connect import connect
 from pipeline.source.mysqltypes import quote_ident
 
@@ -151,10 +152,8 @@ def _tables(scur, tconn, m) -> list[str]:
     spec = m.spec
     if not spec.mirrorDb:
         return [spec.table]
-    scur.execute("SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s AND TABLE_TYPE = "
-                 "'BASE TABLE'", (spec.database,))
     there = set(list_tables(tconn, "mysql", spec.target_schema))
-    return sorted(r[0] for r in scur.fetchall() if r[0] in there)
+    return sorted(t for t in catalog.tables(scur, spec.database) if t in there)
 
 
 def _source_column(route: RdbTable, column: str) -> str | None:
@@ -170,9 +169,8 @@ def _check_table(plan, scur, tcur, tconn, target, m, table: str) -> None:
     info = table_info(tconn, target, "mysql", route.target_schema, route.target_table)
     if info is None:
         return
-    scur.execute("SELECT COLUMN_NAME, CHARACTER_SET_NAME, COLLATION_NAME FROM information_schema.COLUMNS "
-                 "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s", (m.spec.database, table))
-    source = {r[0].casefold() if route.case_insensitive else r[0]: (r[0], r[1], r[2]) for r in scur.fetchall()}
+    source = {r[0].casefold() if route.case_insensitive else r[0]: r
+              for r in catalog.column_charsets(scur, m.spec.database, table)}
     s = plan.config.source
     for key, key_name in zip(info.unique, info.unique_names or info.unique, strict=False):
         for col in key:

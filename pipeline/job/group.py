@@ -210,9 +210,10 @@ def check_against_source(cfg: Config, mappings: tuple[Mapping, ...], conn: Any =
                                            "mirror of a database without tables is fine: they arrive with their DDL)")
                 if spec.mirrorDb:
                     conflicts.check_mirror_captured(cfg, m, tables, group)
-                every = _all_columns(cur, spec.database) if spec.mirrorDb else {}  # one query, not one a table
+                # one query, not one a table
+                every = catalog.columns_by_table(cur, spec.database) if spec.mirrorDb else {}
                 for t in tables:
-                    cols, pk = every[t] if t in every else _columns(cur, spec.database, t)
+                    cols, pk = _names_and_key(every[t] if t in every else catalog.columns(cur, spec.database, t))
                     if not cols:
                         _readable(cur, m, spec.database, t)
                         raise ConfigError(m.file, "dbMapping.table",
@@ -220,7 +221,7 @@ def check_against_source(cfg: Config, mappings: tuple[Mapping, ...], conn: Any =
                                           f"{s.host}:{s.port}")
                     m.validate_against_source(cols, pk, t)
                     if not spec.mirrorDb:
-                        spec.validate_key(_unique_keys(cur, spec.database, t), t)
+                        spec.validate_key(catalog.unique_keys(cur, spec.database, t), t)
             return read_source_fks(cur, {m.spec.database for m in specs})
     finally:
         if own:
@@ -256,34 +257,6 @@ def _readable(cur, m: Mapping, database: str, table: str | None) -> None:
                      hint=f"GRANT SELECT ON {quote_ident(database)}.* TO {who};")
 
 
-def _columns(cur, database: str, table: str) -> tuple[list[str], list[str]]:
-    cur.execute("SELECT COLUMN_NAME, COLUMN_KEY FROM information_schema.COLUMNS "
-                "WHERE TABLE_SCHEMA=%s AND TABLE_NAME=%s ORDER BY ORDINAL_POSITION", (database, table))
-    rows = cur.fetchall()
-    return [r[0] for r in rows], [r[0] for r in rows if r[1] == "PRI"]
-
-
-def _all_columns(cur, database: str) -> dict[str, tuple[list[str], list[str]]]:
-    """:func:`_columns` of every table of ``database``, in one query."""
-    cur.execute("SELECT TABLE_NAME, COLUMN_NAME, COLUMN_KEY FROM information_schema.COLUMNS "
-                "WHERE TABLE_SCHEMA=%s ORDER BY TABLE_NAME, ORDINAL_POSITION", (database,))
-    out: dict[str, tuple[list[str], list[str]]] = {}
-    for table, col, key in cur.fetchall():
-        cols, pk = out.setdefault(table, ([], []))
-        cols.append(col)
-        if key == "PRI":
-            pk.append(col)
-    return out
-
-
-def _unique_keys(cur, database: str, table: str) -> list[tuple[str, ...]]:
-    """The primary key and the unique keys whose columns are all NOT NULL (a unique key lets
-    any number of rows hold NULL), each as its columns in key order."""
-    cur.execute("SELECT INDEX_NAME, COLUMN_NAME, NULLABLE FROM information_schema.STATISTICS "
-                "WHERE TABLE_SCHEMA=%s AND TABLE_NAME=%s AND NON_UNIQUE=0 ORDER BY INDEX_NAME, SEQ_IN_INDEX",
-                (database, table))
-    keys: dict[str, list] = {}
-    for name, col, nullable in cur.fetchall():
-        keys.setdefault(name, []).append(None if col is None or (nullable or "").upper() == "YES" else col)
-    usable = [tuple(cols) for cols in keys.values() if None not in cols]
-    return sorted(usable, key=lambda k: (len(k), k))
+def _names_and_key(cols: list[catalog.Column]) -> tuple[list[str], list[str]]:
+    """The column names and the columns the server marks ``PRI`` (in table order)."""
+    return [c.name for c in cols], [c.name for c in cols if c.key == "PRI"]

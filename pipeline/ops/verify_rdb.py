@@ -20,7 +20,6 @@ Tables without a primary key are compared as one chunk, as multisets of normaliz
 
 from __future__ import annotations
 
-import re
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -28,6 +27,7 @@ from typing import Any
 
 import pymysql
 
+from pipeline.source import catalog
 from pipeline.source.mysqltypes import quote_ident
 
 from .normalize import normalize_row, normalizer
@@ -279,40 +279,18 @@ def _keyed(rows: list, funcs: list, nkey: int) -> dict[tuple, tuple]:
 
 # -- resolving a dbMapping into table pairs ----------------------------------------------------
 def source_columns(cur: Any, db: str, table: str) -> tuple[list[tuple[str, str, str]], list[str]]:
-    """``[(name, DATA_TYPE, COLUMN_TYPE)]`` and the primary key columns in key order."""
-    cur.execute("SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE FROM information_schema.COLUMNS "
-                "WHERE TABLE_SCHEMA=%s AND TABLE_NAME=%s ORDER BY ORDINAL_POSITION", (db, table))
-    cols = [(r[0], r[1], r[2]) for r in cur.fetchall()]
-    json_cols = _mariadb_json_columns(cur, db, table)
-    cols = [(n, "json", ct) if n in json_cols else (n, dt, ct) for n, dt, ct in cols]
-    cur.execute("SELECT COLUMN_NAME FROM information_schema.KEY_COLUMN_USAGE WHERE TABLE_SCHEMA=%s AND "
-                "TABLE_NAME=%s AND CONSTRAINT_NAME='PRIMARY' ORDER BY ORDINAL_POSITION", (db, table))
-    return cols, [r[0] for r in cur.fetchall()]
-
-
-def _mariadb_json_columns(cur: Any, db: str, table: str) -> set[str]:
-    """MariaDB's JSON is LONGTEXT with a ``json_valid(col)`` CHECK constraint: find those columns."""
-    try:
-        cur.execute("SELECT CHECK_CLAUSE FROM information_schema.CHECK_CONSTRAINTS WHERE CONSTRAINT_SCHEMA=%s "
-                    "AND TABLE_NAME=%s", (db, table))
-    except pymysql.MySQLError:
-        return set()  # MySQL: no TABLE_NAME there, and JSON is a type of its own
-    return {m.group(1) for (clause,) in cur.fetchall() if (m := _JSON_VALID.fullmatch(clause.strip()))}
-
-
-_JSON_VALID = re.compile(r"json_valid\(`?([^`()]+)`?\)", re.IGNORECASE)
-
-
-def source_tables(cur: Any, db: str) -> list[str]:
-    cur.execute("SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA=%s AND TABLE_TYPE='BASE TABLE' "
-                "ORDER BY TABLE_NAME", (db,))
-    return [r[0] for r in cur.fetchall()]
+    """``[(name, DATA_TYPE, COLUMN_TYPE)]`` (MariaDB's JSON columns with the DATA_TYPE ``json``)
+    and the primary key columns in key order."""
+    cols = catalog.columns(cur, db, table)
+    json_cols = catalog.json_checked_columns(cur, db, table)
+    return ([(c.name, "json" if c.name in json_cols else c.data_type, c.column_type) for c in cols],
+            catalog.primary_key(cur, db, table))
 
 
 def pairs_for(cur: Any, mapping: Any) -> list[TablePair]:
     """The table pairs of a ``dbMapping`` (every table of the database for mirrorDb)."""
     spec = mapping.spec
-    tables = source_tables(cur, spec.database) if spec.mirrorDb else [spec.table]
+    tables = catalog.tables(cur, spec.database) if spec.mirrorDb else [spec.table]
     out = []
     for t in tables:
         cols, pk = source_columns(cur, spec.database, t)

@@ -20,6 +20,7 @@ from pipeline.etl import ranges as R
 from pipeline.etl.source import TableMeta, table_meta
 from pipeline.etl.values import INT_TYPES
 from pipeline.ops.verify_rdb import TablePair, pairs_for
+from pipeline.source import catalog
 from pipeline.source.catalog import tables_of
 
 
@@ -128,9 +129,7 @@ def _captured_database(conn: Any, cfg: Any, table: str) -> str | None:
     """The one database holding ``table`` whose changes capture stores (its filter), as the sync meets
     them; None when none or several do."""
     with conn.cursor() as cur:
-        cur.execute("SELECT TABLE_SCHEMA FROM information_schema.TABLES WHERE TABLE_NAME = %s AND "
-                    "TABLE_TYPE = 'BASE TABLE'", (table,))
-        found = [str(r[0]) for r in cur.fetchall()]
+        found = catalog.databases_with(cur, table)
     flt = getattr(cfg.source, "filter", None)
     hits = [d for d in found if flt is None or flt.matches(d, table)]
     return hits[0] if len(hits) == 1 else None
