@@ -68,8 +68,13 @@ def _sql(info: dict, db: str, *stmts: str, args=None) -> list[tuple]:
         return list(cur.fetchall())
 
 
+#: rows each source database got from _insert (the tests run in any order; each adds its own)
+INSERTED: dict[str, int] = {}
+
+
 def _insert(info: dict, db: str, first: int, n: int) -> None:
     """``n`` rows in one transaction (one rows event: one round, more than one chunk)."""
+    INSERTED[db] = INSERTED.get(db, 0) + n
     with pymysql.connect(host=info["host"], port=info["port"], user=info["user"], password=info["password"],
                          database=db) as c, c.cursor() as cur:
         cur.executemany("INSERT INTO t (id, v, note) VALUES (%s, %s, %s)",
@@ -152,34 +157,37 @@ def test_kill9_mid_apply_acks_nothing(dep, mariadb):
 def test_restart_applies_everything_and_a_target_outage_is_held_then_applied_in_order(dep, mariadb, mariadb_target):
     d, store, proxy = dep, dep["store"], dep["proxy"]
     db, tdb = d["db"], f"{dep['db']}_copy"
+    _insert(mariadb, db, 7000, 20)  # its own rows: id 7000 gets the ordered updates, 7010-7019 are deleted
     f = _follow(d, "restart")
     try:
         _wait(lambda: _rows(mariadb_target, tdb) == _rows(mariadb, db)
               and store.status()["groups"]["g1"]["pending_rows"] == 0, 300, "the target to equal the source", f)
-        assert len(_rows(mariadb_target, tdb)) == 2 * ROWS, "rows lost across SIGTERM and kill -9"
+        # every row the module's tests inserted before, those of SIGTERM and kill -9 mid-apply among them
+        assert len(_rows(mariadb_target, tdb)) == INSERTED[db], "rows lost across SIGTERM and kill -9"
         proxy.down()
         held_at = store.cursor("g1")
-        for i in range(1, 31):                     # 30 transactions on one row: order decides the end value
-            _sql(mariadb, db, "UPDATE t SET v = %s, note = 'ordered' WHERE id = 1", args=(1000 + i,))
-        _sql(mariadb, db, "DELETE FROM t WHERE id BETWEEN 10 AND 19")
-        _insert(mariadb, db, 5000, 50)
         runs = RunLog(store.root)
+        earlier = len(runs.runs())  # only this outage's rounds are looked at below
+        for i in range(1, 31):                     # 30 transactions on one row: order decides the end value
+            _sql(mariadb, db, "UPDATE t SET v = %s, note = 'ordered' WHERE id = 7000", args=(1000 + i,))
+        _sql(mariadb, db, "DELETE FROM t WHERE id BETWEEN 7010 AND 7019")
+        _insert(mariadb, db, 5000, 50)
         _wait(lambda: store.status()["groups"]["g1"]["pending_rows"] >= 90
-              and any(r.get("status") == "failed" for r in runs.runs(limit=5)), 120,
+              and any(r.get("status") == "failed" for r in runs.runs()[earlier:]), 120,
               "the changes to be captured and a round to fail", f)
         time.sleep(3)
         assert store.cursor("g1") == held_at, "a batch was acked while the target was down"
-        assert _sql(mariadb_target, tdb, "SELECT v FROM t WHERE id = 1") == [(1,)]
+        assert _sql(mariadb_target, tdb, "SELECT v FROM t WHERE id = 7000") == [(7000,)]
         failed = next(r for r in reversed(runs.runs()) if r.get("status") == "failed")
         assert failed["exit"] == 1 and any(e["group"] == "g1" for e in failed["errors"]), failed["errors"]
-        first = next(i for i, r in enumerate(runs.runs()) if r.get("status") == "failed")
+        first = next(i for i, r in enumerate(runs.runs()) if i >= earlier and r.get("status") == "failed")
         assert all(r["status"] == "failed" for r in runs.runs()[first:]), "a round recorded ok while g1 failed"
         st = json.loads(sluice("status", "--config", str(d["cfg"]), "--json", "--no-source").stdout)
         assert st["groups"]["g1"]["last_run"]["ok"] is False and st["last_success_at"] < failed["started"]
         proxy.up()
         _wait(lambda: _rows(mariadb_target, tdb) == _rows(mariadb, db), 180,
               "the held changes to be applied after the target came back", f)
-        assert _sql(mariadb_target, tdb, "SELECT v, note FROM t WHERE id = 1") == [(1030, "ordered")]
+        assert _sql(mariadb_target, tdb, "SELECT v, note FROM t WHERE id = 7000") == [(1030, "ordered")]
         assert store.status()["groups"]["g1"]["pending_rows"] == 0
         assert runs.runs()[-1]["status"] == "ok"
         os.kill(f.proc.pid, signal.SIGTERM)
