@@ -17,7 +17,7 @@ import sys
 from typing import Any
 
 from adapters.base import Capabilities
-from pipeline.errors import ConfigError
+from sluice_common.errors import ConfigError
 
 KINDS = {"rdb": "rdb", "es": "es", "es7": "es", "es8": "es", "opensearch": "es", "hbase": "hbase"}
 #: adapter names whose entries are parsed by a subpackage other than their kind's

@@ -38,7 +38,7 @@ from pipeline.config import load_config  # noqa: E402
 from pipeline.etl.driver import run_etl  # noqa: E402
 from pipeline.job.group import load_group  # noqa: E402
 from pipeline.job.session import get_spark  # noqa: E402
-from pipeline.logs import configure  # noqa: E402
+from sluice_common.logs import configure  # noqa: E402
 from tests.conftest import ensure_service  # noqa: E402
 
 DDL = ("CREATE TABLE {t} (id BIGINT PRIMARY KEY, k INT NOT NULL, c CHAR(120) NOT NULL, pad CHAR(60) NOT NULL,"

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from pipeline.errors import ConfigError
+from sluice_common.errors import ConfigError
 
 KEY = "canal.conf"
 SLUICE_KEYS = ("source", "store", "spark", "metrics")

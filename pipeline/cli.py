@@ -1,7 +1,7 @@
 """The ``sluice`` command line (typer). Each stage adds its commands here.
 
 Every command ends in one message and an exit code from the table in docs/operations.md
-(``pipeline.exitcodes``): a :class:`~pipeline.errors.SluiceError` prints ``sluice: error: ...``
+(``sluice_common.exitcodes``): a :class:`~sluice_common.errors.SluiceError` prints ``sluice: error: ...``
 (and its fix), a usage error prints the usage line and what is wrong (exit 2), and anything
 unexpected prints one line naming the exception (exit 1; the traceback only at
 ``--log-level DEBUG``). Never a traceback otherwise, never a password.
@@ -20,9 +20,9 @@ import typer
 import typer.main
 
 from pipeline import __version__
-from pipeline.errors import SluiceError
-from pipeline.exitcodes import FAILED, INTERRUPTED, OK
-from pipeline.logs import configure, mask
+from sluice_common.errors import SluiceError
+from sluice_common.exitcodes import FAILED, INTERRUPTED, OK
+from sluice_common.logs import configure, mask
 
 app = typer.Typer(
     name="sluice",

@@ -31,9 +31,9 @@ from pydantic import (
     model_validator,
 )
 
-from pipeline.errors import ConfigError
 from pipeline.mapping.loader import StrictLoader, read_text
-from pipeline.secrets import Secret, resolve_password
+from sluice_common.errors import ConfigError
+from sluice_common.secrets import Secret, resolve_password
 
 ENV_OVERRIDES = {
     "SLUICE_SOURCE_HOST": ("source", "host"),

@@ -23,8 +23,8 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from pipeline.errors import SluiceError
-from pipeline.logs import register_secret
+from sluice_common.errors import SluiceError
+from sluice_common.logs import register_secret
 
 #: target.product -> the module whose ``open_api(target)`` builds its :class:`SearchApi`
 CLIENTS = {"elasticsearch": "adapters.es.client", "opensearch": "adapters.opensearch.client"}

@@ -30,7 +30,7 @@ from adapters.es.bulk import Action
 from adapters.es.config import EsTarget
 from adapters.es.plan import DocPlan, JoinInfo, Op, before_image, changed_columns, fold, joined_keys, key_of
 from adapters.es.values import FieldValueError, capture_converter, capture_id, db_converter, from_db, id_text
-from pipeline.errors import ConfigError, RowError, TargetError
+from sluice_common.errors import ConfigError, RowError, TargetError
 
 PAGE = 1000
 

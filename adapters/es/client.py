@@ -14,7 +14,7 @@ import elasticsearch
 
 from adapters.es import errors
 from adapters.es.api import SearchApi
-from pipeline.errors import SluiceError
+from sluice_common.errors import SluiceError
 
 
 def client_kwargs(target: Any) -> dict[str, Any]:

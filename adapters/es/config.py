@@ -29,8 +29,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from pipeline.errors import ConfigError
-from pipeline.secrets import Secret
+from sluice_common.errors import ConfigError
+from sluice_common.secrets import Secret
 
 DEFAULT_DS = "defaultDS"
 

@@ -28,7 +28,7 @@ from adapters.es.failures import (
     source_error,
     unreachable,
 )
-from pipeline.errors import SluiceError, TargetError
+from sluice_common.errors import SluiceError, TargetError
 
 __all__ = ["ROW_TYPES", "SOURCE_TRANSIENT", "TRANSIENT_STATUS", "TRANSIENT_TYPES", "EsItemError", "EsRowError",
            "EsTransientError", "from_exception", "is_transient_item", "item_error", "reason_of", "source_error"]

@@ -6,14 +6,14 @@ here once; each client's own exceptions (connection refused, timeouts, its ``Api
 ``TransportError`` classes) are translated by that client's ``errors.py`` (``adapters/es/errors.py``
 for elasticsearch-py, ``adapters/opensearch/errors.py`` for opensearch-py), which ends here too.
 
-* :class:`~pipeline.errors.TransientError` (the job retries the chunk with backoff): HTTP
+* :class:`~sluice_common.errors.TransientError` (the job retries the chunk with backoff): HTTP
   429 (``es_rejected_execution_exception``; OpenSearch's ``rejected_execution_exception``, circuit
   breakers), 502/503/504, and a 409 version conflict left after ``retry_on_conflict``.
-* :class:`~pipeline.errors.TargetError` (the partition fails, the batch is not acked): every
+* :class:`~sluice_common.errors.TargetError` (the partition fails, the batch is not acked): every
   other item or request error - mapping/parsing errors (400), strict mappings, auth (401/403),
   missing index where one is required, a document too large, ...
   Of these, a bulk *item* rejected for its own content (HTTP 400 parsing/mapping errors, 413
-  too large) is an :class:`EsRowError` (a :class:`~pipeline.errors.RowError`): the only kind a
+  too large) is an :class:`EsRowError` (a :class:`~sluice_common.errors.RowError`): the only kind a
   mapping's dead-letter store may take. Request-level failures never are.
 * Errors of the source re-query (join SQL, pymysql): :func:`source_error`.
 
@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipeline.errors import RowError, SluiceError, SourceError, TargetError, TransientError
+from sluice_common.errors import RowError, SluiceError, SourceError, TargetError, TransientError
 
 TRANSIENT_STATUS = frozenset({429, 502, 503, 504})
 #: item error types that are transient whatever their status (OpenSearch drops the ``es_`` prefix)

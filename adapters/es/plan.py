@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from adapters.es.values import column_kind
-from pipeline.errors import ConfigError
+from sluice_common.errors import ConfigError
 
 _plans: dict[int, tuple[Any, DocPlan]] = {}
 

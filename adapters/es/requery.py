@@ -25,8 +25,9 @@ import pymysql
 
 from adapters.es.config import SourceDb
 from adapters.es.failures import source_error
-from pipeline.source.connect import UTC_SESSION, params
-from pipeline.source.mysqltypes import quote_ident as q
+from sluice_common.mysqlconn import UTC_SESSION, params
+from sluice_common.mysqltypes import DECIMAL_TYPES, FLOAT_TYPES, INTEGER_TYPES
+from sluice_common.mysqltypes import quote_ident as q
 
 IN_BATCH = 500
 FETCH = 1000
@@ -136,11 +137,11 @@ def cast_type(mysql_type: str | None) -> str | None:
     t = (mysql_type or "").strip().lower()
     base = t.split("(")[0].split(" ")[0]
     args = t[t.find("(") + 1:t.find(")")] if "(" in t and ")" in t else ""
-    if base in ("tinyint", "smallint", "mediumint", "int", "integer", "bigint", "bit", "year", "bool", "boolean"):
+    if base in INTEGER_TYPES or base in ("bit", "year", "bool", "boolean"):
         return "UNSIGNED" if ("unsigned" in t or base == "bit") else "SIGNED"
-    if base in ("decimal", "numeric", "dec", "fixed"):
+    if base in DECIMAL_TYPES:
         return f"DECIMAL({args})" if args else "DECIMAL"
-    if base in ("float", "double", "real"):
+    if base in FLOAT_TYPES:
         return "DOUBLE"
     if base == "date":
         return "DATE"

@@ -24,12 +24,12 @@ from typing import Any
 
 from pymysql.constants import FIELD_TYPE as FT
 
-from pipeline.source.mysqltypes import BINARY_TYPES, DECIMAL_TYPES, GEOMETRY_TYPES, parse_type
+from sluice_common.mysqltypes import BINARY_TYPES, DECIMAL_TYPES, GEOMETRY_TYPES, INTEGER_TYPES, parse_type
+from sluice_common.mysqltypes import FLOAT_TYPES as MYSQL_FLOATS
 
 Converter = Callable[[Any], Any]
 UTC = dt.UTC
 
-_INT = {"tinyint", "smallint", "mediumint", "int", "integer", "bigint", "serial"}
 TEXT_TYPES = {"keyword", "text", "match_only_text", "wildcard", "constant_keyword", "search_as_you_type", "ip",
               "version"}
 INT_TYPES = {"long", "integer", "short", "byte", "unsigned_long"}
@@ -45,11 +45,11 @@ def column_kind(mysql_type: str | None) -> str:
     """int | decimal | float | date | datetime | timestamp | time | year | bit | binary |
     json | geometry | text, from a ``mysqlType`` such as ``bigint(20) unsigned``."""
     base = parse_type(mysql_type).base
-    if base in _INT or base == "bool" or base == "boolean":
+    if base in INTEGER_TYPES or base in ("serial", "bool", "boolean"):
         return "int"
     if base in DECIMAL_TYPES:
         return "decimal"
-    if base in ("float", "double", "real"):
+    if base in MYSQL_FLOATS:
         return "float"
     if base in ("date", "datetime", "timestamp", "time", "year", "bit", "json"):
         return base

@@ -19,7 +19,7 @@ from adapters.es import bulk, requery
 from adapters.es.chunk import ChunkApplier
 from adapters.es.plan import doc_plan
 from adapters.es.values import default_json
-from pipeline.errors import TargetMismatchError
+from sluice_common.errors import TargetMismatchError
 
 
 def describe(mapping: Any) -> tuple[str, str]:

@@ -18,8 +18,8 @@ from adapters.es import bulk, requery
 from adapters.es.chunk import ChunkApplier
 from adapters.es.config import EsTarget
 from adapters.es.plan import doc_plan
-from pipeline.errors import ConfigError, SluiceError, TargetError, TargetMismatchError, TransientError
-from pipeline.logs import get_logger
+from sluice_common.errors import ConfigError, SluiceError, TargetError, TargetMismatchError, TransientError
+from sluice_common.logs import get_logger
 
 log = get_logger("es")
 

@@ -20,7 +20,7 @@ from adapters.hbase import client as pool
 from adapters.hbase.config import HbaseTarget
 from adapters.hbase.errors import classify, is_transport
 from adapters.hbase.plan import Fold, RowOps
-from pipeline.errors import TargetError, TransientError
+from sluice_common.errors import TargetError, TransientError
 
 Mutations = list[tuple[bytes, dict[bytes, bytes], list[bytes]]]  # (row, puts, deleted columns/families)
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline.errors import ConfigError
+from sluice_common.errors import ConfigError
 
 DEFAULT_PORT = 9090
 TRANSPORTS = ("buffered", "framed")

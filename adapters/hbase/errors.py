@@ -19,7 +19,7 @@ from thriftpy2.protocol.exc import TProtocolException
 from thriftpy2.thrift import TApplicationException, TException
 from thriftpy2.transport import TTransportException
 
-from pipeline.errors import SluiceError, TargetError, TransientError
+from sluice_common.errors import SluiceError, TargetError, TransientError
 
 #: HBase exception class names (as they appear in IOError text) that retrying cannot fix
 TERMINAL_MARKERS = ("TableNotFoundException", "NoSuchColumnFamilyException", "TableNotEnabledException",

@@ -24,8 +24,7 @@ from typing import Any
 
 from adapters.base import ApplyStats, Change
 from adapters.hbase.values import ValueError_, encoder, is_binary
-from pipeline.errors import ConfigError, RowError, TargetError
-from pipeline.mapping.hbase import HbaseColumn, HbaseMapping
+from sluice_common.errors import ConfigError, RowError, TargetError
 
 
 @dataclass(slots=True)
@@ -61,7 +60,7 @@ class Fold:
         return len(self.rows)
 
 
-def refuse_phoenix(spec: HbaseMapping, file: str) -> None:
+def refuse_phoenix(spec: Any, file: str) -> None:
     """PHOENIX mode is not implemented: say so with what to do instead."""
     if spec.mode == "PHOENIX":
         raise ConfigError(file, "hbaseMapping.mode",
@@ -75,7 +74,8 @@ class MappingPlan:
     """How changes of one mapping become row keys and cells (encoders cached per column/type)."""
 
     def __init__(self, mapping: Any):
-        self.spec: HbaseMapping = getattr(mapping, "spec", mapping)
+        #: the parsed ``hbaseMapping`` (pipeline/mapping/hbase.py's model, read by its attributes)
+        self.spec: Any = getattr(mapping, "spec", mapping)
         self.file: str = getattr(mapping, "file", "<mapping>")
         refuse_phoenix(self.spec, self.file)
         self.table = self.spec.hbaseTable
@@ -83,7 +83,7 @@ class MappingPlan:
         self.sep = self.spec.rowKeySeparator.encode("utf-8")
         self.composite = self.spec.rowKey is not None
         self.key_columns = self.spec.rowkey_columns
-        self.key_item: HbaseColumn | None = self.spec.rowkey_item
+        self.key_item: Any = self.spec.rowkey_item  # an HbaseColumn, or None
         self._cols: dict[tuple[str, str | None], tuple[bytes, Any] | None] = {}
         self._progs: dict[tuple, list[tuple[str, bytes, Any]]] = {}
         self._key_enc: dict[str | None, Any] = {}

@@ -43,7 +43,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
 
-from pipeline.source.mysqltypes import BINARY_TYPES, DECIMAL_TYPES, float32_text, is_binary, parse_type
+from sluice_common.mysqltypes import BINARY_TYPES, DECIMAL_TYPES, float32_text, is_binary, parse_type
 
 Encoder = Callable[[str], bytes | None]
 Decoder = Callable[[bytes], str]

@@ -22,7 +22,7 @@ from adapters.base import Change, SampleCheck
 from adapters.hbase.client import connect
 from adapters.hbase.plan import MappingPlan
 from adapters.hbase.values import decoder
-from pipeline.errors import TargetMismatchError
+from sluice_common.errors import TargetMismatchError
 
 
 def describe(mapping: Any) -> tuple[str, str]:

@@ -21,7 +21,7 @@ from adapters.hbase.chunk import ChunkApply
 from adapters.hbase.config import HbaseTarget
 from adapters.hbase.errors import classify, short_message
 from adapters.hbase.plan import Fold, MappingPlan
-from pipeline.errors import TargetError, TargetMismatchError
+from sluice_common.errors import TargetError, TargetMismatchError
 
 
 class HbaseWriter(Writer):

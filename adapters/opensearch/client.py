@@ -17,7 +17,7 @@ from opensearchpy.serializer import JSONSerializer
 
 from adapters.es.api import SearchApi
 from adapters.opensearch import errors
-from pipeline.errors import SluiceError
+from sluice_common.errors import SluiceError
 
 
 class OrjsonSerializer(JSONSerializer):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import opensearchpy
 
 from adapters.es.failures import EsTransientError, http_error, short, unreachable
-from pipeline.errors import SluiceError, TargetError
+from sluice_common.errors import SluiceError, TargetError
 
 PRODUCT = "OpenSearch"
 

@@ -36,7 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.errors import TargetMismatchError
+from sluice_common.errors import TargetMismatchError
 
 #: MySQL's language codes of the 0900 collations and MariaDB's names of the same uca1400 tailorings
 LANGUAGES = {"cs": "czech", "da": "danish", "de_pb": "german2", "eo": "esperanto", "es": "spanish",

@@ -12,7 +12,7 @@ from sqlalchemy.exc import DBAPIError
 
 from adapters.rdb.config import RdbTable
 from adapters.rdb.errors import classify
-from pipeline.errors import TargetError, TargetMismatchError
+from sluice_common.errors import TargetError, TargetMismatchError
 
 if TYPE_CHECKING:
     from adapters.rdb.writer import RdbWriter

@@ -26,7 +26,7 @@ from adapters.rdb.dialects import Dialect
 from adapters.rdb.errors import classify, format_key, is_transient, packet_error, packet_limit_error, row_error
 from adapters.rdb.plan import Plan
 from adapters.rdb.statements import Sql, is_lob
-from pipeline.errors import TargetError
+from sluice_common.errors import TargetError
 
 MAX_ROWS = 1000  # rows per multi-row statement
 #: a MySQL target whose max_allowed_packet is below this cuts every table's statements by bytes

@@ -9,7 +9,7 @@ from sqlalchemy.engine import Engine
 
 from adapters.rdb.config import RdbTarget
 from adapters.rdb.dialects import connect_args, dialect_of
-from pipeline.logs import register_secret
+from sluice_common.logs import register_secret
 
 _engines: dict[RdbTarget, Engine] = {}
 _packets: dict[RdbTarget, int] = {}

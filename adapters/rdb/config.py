@@ -16,8 +16,8 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 
-from pipeline.errors import ConfigError
-from pipeline.secrets import Secret, resolve_password
+from sluice_common.errors import ConfigError
+from sluice_common.secrets import Secret, resolve_password
 
 DialectName = Literal["mysql", "mariadb", "postgresql", "sqlite"]
 DRIVERS: dict[str, str] = {"mysql": "pymysql", "mariadb": "pymysql", "postgresql": "psycopg", "sqlite": "pysqlite"}

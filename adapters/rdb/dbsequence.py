@@ -31,8 +31,8 @@ from sqlalchemy.exc import DBAPIError
 from adapters.base import Change
 from adapters.rdb.config import RdbTable
 from adapters.rdb.errors import classify
-from pipeline.errors import TargetError
-from pipeline.logs import get_logger
+from sluice_common.errors import TargetError
+from sluice_common.logs import get_logger
 
 if TYPE_CHECKING:
     from adapters.rdb.writer import RdbWriter

@@ -30,9 +30,9 @@ from adapters.base import DdlChange
 from adapters.rdb import charsets, dbsequence, like
 from adapters.rdb.config import RdbTable
 from adapters.rdb.errors import classify, db_text
-from pipeline.errors import SluiceError, TargetError
-from pipeline.logs import get_logger
-from pipeline.source.mysqltypes import quote_ident
+from sluice_common.errors import SluiceError, TargetError
+from sluice_common.logs import get_logger
+from sluice_common.mysqltypes import quote_ident
 
 if TYPE_CHECKING:
     from adapters.rdb.writer import RdbWriter

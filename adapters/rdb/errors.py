@@ -17,7 +17,7 @@ from sqlalchemy import exc as sa_exc
 from adapters.rdb.client import packet_limit
 from adapters.rdb.config import RdbTarget
 from adapters.rdb.dialects import MYSQL_CONNECTION_LOST, MYSQL_PACKET_TOO_LARGE, Dialect, dialect_of
-from pipeline.errors import RowError, SluiceError, TargetError, TransientError
+from sluice_common.errors import RowError, SluiceError, TargetError, TransientError
 
 
 def driver_error(exc: BaseException) -> BaseException | None:

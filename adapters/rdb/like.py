@@ -23,9 +23,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from adapters.base import DdlChange
-from pipeline.errors import TargetError
-from pipeline.logs import get_logger
-from pipeline.source.mysqltypes import quote_ident
+from sluice_common.errors import TargetError
+from sluice_common.logs import get_logger
+from sluice_common.mysqltypes import quote_ident
 
 if TYPE_CHECKING:
     from adapters.rdb.writer import RdbWriter

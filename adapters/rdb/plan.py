@@ -15,7 +15,7 @@ from adapters.base import Change
 from adapters.rdb.config import RdbTable
 from adapters.rdb.schema import TableInfo
 from adapters.rdb.values import Converter, converter, needs_relaxed
-from pipeline.errors import TargetError
+from sluice_common.errors import TargetError
 
 
 @dataclass

@@ -30,8 +30,8 @@ from adapters.base import ApplyStats, Change
 from adapters.rdb import ddl as ddl_mod
 from adapters.rdb.collation import fold_kind
 from adapters.rdb.errors import classify
-from pipeline.errors import TargetError
-from pipeline.logs import get_logger
+from sluice_common.errors import TargetError
+from sluice_common.logs import get_logger
 
 if TYPE_CHECKING:
     from adapters.rdb.writer import RdbWriter

@@ -18,11 +18,10 @@ from sqlalchemy import types as sa
 from sqlalchemy.dialects import mysql as my
 from sqlalchemy.dialects import postgresql as pg
 
-from pipeline.source.mysqltypes import BINARY_TYPES, GEOMETRY_TYPES, parse_type
+from sluice_common.mysqltypes import BINARY_TYPES, FLOAT_TYPES, GEOMETRY_TYPES, INTEGER_BYTES, parse_type
 
 Converter = Callable[[str | None], Any]
 
-_INTS = {"tinyint": 1, "smallint": 2, "mediumint": 3, "int": 4, "integer": 4, "bigint": 8}
 INT64 = (-(1 << 63), (1 << 63) - 1)
 
 
@@ -33,7 +32,7 @@ def source_kind(mysql_type: str | None) -> str:
         return "binary"
     if base in GEOMETRY_TYPES:
         return "geometry"
-    if base in _INTS:
+    if base in INTEGER_BYTES:
         return "int"
     return base or "text"
 
@@ -176,17 +175,17 @@ def suggest_type(family: str, mysql_type: str) -> str:
     if family == "mysql":
         return mysql_type
     if family == "sqlite":
-        if base in _INTS and not (base == "bigint" and unsigned):
+        if base in INTEGER_BYTES and not (base == "bigint" and unsigned):
             return "INTEGER"
-        if base in ("float", "double", "real"):
+        if base in FLOAT_TYPES:
             return "REAL"
         if base == "bit" and int(args or 1) < 64:
             return "INTEGER"
         if base in BINARY_TYPES or base in GEOMETRY_TYPES:
             return "BLOB"
         return "TEXT"
-    if base in _INTS:
-        size = _INTS[base] + (1 if unsigned else 0)
+    if base in INTEGER_BYTES:
+        size = INTEGER_BYTES[base] + (1 if unsigned else 0)
         return "smallint" if size <= 2 else "integer" if size <= 4 else "bigint" if size <= 8 else "numeric(20,0)"
     table = {
         "decimal": f"numeric({args})" if args else "numeric", "numeric": f"numeric({args})" if args else "numeric",

@@ -31,7 +31,7 @@ from sqlalchemy.exc import DBAPIError
 from adapters.base import Change
 from adapters.rdb.errors import format_key
 from adapters.rdb.plan import Plan
-from pipeline.errors import TargetError
+from sluice_common.errors import TargetError
 
 if TYPE_CHECKING:
     from adapters.rdb.chunk import ChunkApply

@@ -43,8 +43,8 @@ from adapters.rdb.progress import Progress
 from adapters.rdb.schema import TableInfo, forget, prefetch, table_info
 from adapters.rdb.sequence import Sequencer
 from adapters.rdb.statements import Sql
-from pipeline.errors import SluiceError, TargetError
-from pipeline.logs import get_logger
+from sluice_common.errors import SluiceError, TargetError
+from sluice_common.logs import get_logger
 
 log = get_logger("rdb")
 

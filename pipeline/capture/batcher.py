@@ -19,10 +19,10 @@ import time
 from typing import Any
 
 from pipeline.config import BatchLimits
-from pipeline.errors import SourceError
-from pipeline.logs import get_logger
 from pipeline.store import BatchStore
 from pipeline.store.waivers import ROLLED_BACK
+from sluice_common.errors import SourceError
+from sluice_common.logs import get_logger
 
 from .dml import LineEncoder, partial_json, rows_json
 from .items import WHOLE, Begin, Commit, Item, RollbackTo, Rows, Savepoint, Statement, Tick

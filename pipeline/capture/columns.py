@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from pymysqlreplication.constants import FIELD_TYPE as T
 
-from pipeline.errors import SourceError
+from sluice_common.errors import SourceError
 
 from . import values as V
 

@@ -31,7 +31,7 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
-from pipeline.errors import SourceError
+from sluice_common.errors import SourceError
 
 from .dml import classify_ddl
 from .events import (

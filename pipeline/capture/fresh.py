@@ -23,8 +23,8 @@ import re
 from typing import Any
 
 from pipeline.config import Config
-from pipeline.errors import StoreError, UsageError
-from pipeline.logs import get_logger
+from sluice_common.errors import StoreError, UsageError
+from sluice_common.logs import get_logger
 
 from .position import Position
 from .server_check import current_position

@@ -28,7 +28,7 @@ from datetime import UTC, datetime
 
 import pymysql
 
-from pipeline.errors import PositionError
+from sluice_common.errors import PositionError
 
 from .position import Position
 from .server_check import ServerId, server_identity, validate_start

@@ -17,8 +17,8 @@ from typing import Any
 
 import pymysql
 
-from pipeline.errors import PositionError, SourceError, TransientError
 from pipeline.source.connect import BINLOG_TRANSIENT_CODES
+from sluice_common.errors import PositionError, SourceError, TransientError
 
 from .position import Position
 from .rowcodec import TableCodec

@@ -17,7 +17,7 @@ from typing import Any
 
 from pymysqlreplication.json_binary import parse_json
 
-from pipeline.errors import SourceError
+from sluice_common.errors import SourceError
 
 from .decoder import lenenc
 from .values import _jsonable

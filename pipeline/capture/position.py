@@ -27,8 +27,8 @@ from typing import Any
 
 from pymysqlreplication.gtid import Gtid, GtidSet
 
-from pipeline.errors import PositionError
 from pipeline.source.binlog import binlog_key
+from sluice_common.errors import PositionError
 
 __all__ = ["GtidState", "Position", "binlog_key"]
 

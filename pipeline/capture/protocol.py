@@ -16,8 +16,8 @@ import pymysql
 from pymysqlreplication.gtid import GtidSet
 
 from pipeline.config import SourceConfig
-from pipeline.errors import TransientError
 from pipeline.source.connect import settings as source_settings
+from sluice_common.errors import TransientError
 
 from .position import Position
 

@@ -19,7 +19,7 @@ from typing import Any
 import pymysql
 
 from pipeline.config import SourceConfig, TableFilter
-from pipeline.errors import PositionError, SourceError
+from sluice_common.errors import PositionError, SourceError
 
 from .decoder import DecodeError, PyStream
 from .dml import json_text

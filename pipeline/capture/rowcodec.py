@@ -13,7 +13,7 @@ from typing import Any
 
 from pymysqlreplication.constants import FIELD_TYPE as T
 
-from pipeline.errors import SourceError
+from sluice_common.errors import SourceError
 
 from .columns import ColumnSpec, spec_from_library
 from .decoder import lenenc

@@ -21,10 +21,10 @@ from typing import Any
 import pymysql
 
 from pipeline.config import Config
-from pipeline.errors import TransientError
-from pipeline.logs import get_logger, register_secret
 from pipeline.source.connect import connect, is_transient
 from pipeline.store import open_store
+from sluice_common.errors import TransientError
+from sluice_common.logs import get_logger, register_secret
 
 from . import fresh
 from .batcher import Batcher

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import pymysql
 
 from pipeline.config import SourceConfig
-from pipeline.errors import GrantError, PositionError, SourceError
 from pipeline.source.connect import connect, error_code
+from sluice_common.errors import GrantError, PositionError, SourceError
 
 from .position import Position
 

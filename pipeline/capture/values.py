@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 
 from pymysqlreplication.constants import FIELD_TYPE as T
 
-from pipeline.source.mysqltypes import float32_text
+from sluice_common.mysqltypes import float32_text
 
 Decoder = Callable[[bytes, int], tuple[str, int]]
 

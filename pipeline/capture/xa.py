@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.errors import SourceError
+from sluice_common.errors import SourceError
 
 from .events import xid_key, xid_text
 

@@ -28,7 +28,7 @@ def capture(
 ) -> None:
     """Capture binlog changes into the batch store, resuming from its stored position."""
     from pipeline.capture import run_capture
-    from pipeline.errors import UsageError
+    from sluice_common.errors import UsageError
 
     if once and follow:
         raise UsageError("give either --once or --follow, not both")

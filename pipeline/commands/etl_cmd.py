@@ -41,12 +41,12 @@ def etl(
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
     """Full load: read the source table(s) in parallel key ranges and upsert them into the targets."""
-    from pipeline.errors import UsageError
     from pipeline.etl.driver import run_etl
     from pipeline.job.group import load_group
     from pipeline.job.session import get_spark
-    from pipeline.logs import register_secret
     from pipeline.store import open_store
+    from sluice_common.errors import UsageError
+    from sluice_common.logs import register_secret
 
     cfg = load_config(config)
     cfg.group(group)
@@ -67,7 +67,7 @@ def etl(
 
 
 def _find(plan, wanted: str, config: str, group: str) -> int:
-    from pipeline.errors import ConfigError
+    from sluice_common.errors import ConfigError
 
     target = Path(wanted)
     for i, m in enumerate(plan.mappings):

@@ -1,12 +1,12 @@
 """What every command's ``--help`` ends with: examples, and the exit codes it can end with (the
-table in docs/operations.md, ``pipeline.exitcodes``); and readable placeholders (``FILE``, ``N``)
+table in docs/operations.md, ``sluice_common.exitcodes``); and readable placeholders (``FILE``, ``N``)
 instead of the type names typer shows (``<str>``, ``<list[str]>``, ``<int range>``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from pipeline import exitcodes
+from sluice_common import exitcodes
 
 MEANING = {exitcodes.OK: "done", exitcodes.FAILED: "failed", exitcodes.CONFIG: "usage, config or mapping error",
            exitcodes.LOCKED: "another job holds a lock", exitcodes.NOTHING: "nothing to do",

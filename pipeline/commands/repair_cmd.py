@@ -7,9 +7,9 @@ import sys
 
 import typer
 
-from pipeline import exitcodes
 from pipeline.cli import app
 from pipeline.config import load_config
+from sluice_common import exitcodes
 
 
 @app.command("repair")
@@ -34,8 +34,8 @@ def repair(
     from pipeline.commands.etl_cmd import _find
     from pipeline.job.group import load_group
     from pipeline.job.session import get_spark
-    from pipeline.logs import register_secret
     from pipeline.repair.driver import RepairFailed, run_repair
+    from sluice_common.logs import register_secret
 
     cfg = load_config(config)
     cfg.group(group)

@@ -10,8 +10,8 @@ import typer
 
 from pipeline.cli import app
 from pipeline.config import load_config
-from pipeline.errors import UsageError
-from pipeline.exitcodes import NOTHING as EXIT_NOTHING
+from sluice_common.errors import UsageError
+from sluice_common.exitcodes import NOTHING as EXIT_NOTHING
 
 
 def _sigterm(_signo, _frame) -> None:  # a clean stop: unacked batches are applied again next run

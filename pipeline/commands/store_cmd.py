@@ -6,9 +6,9 @@ import json
 
 import typer
 
-from pipeline import exitcodes
 from pipeline.cli import app
 from pipeline.config import load_config
+from sluice_common import exitcodes
 
 store_app = typer.Typer(help="Inspect the batch store (batches, group cursors, lag).", no_args_is_help=True)
 app.add_typer(store_app, name="store")
@@ -60,8 +60,8 @@ def set_cursor(
 @store_app.command("verify")
 def verify(config: str = typer.Option(..., "--config", "-c", help="The deployment config file.")) -> None:
     """Check every stored batch file against its recorded size and checksum; exit 5 if one is corrupt."""
-    from pipeline.errors import CorruptBatchError
     from pipeline.store import open_store
+    from sluice_common.errors import CorruptBatchError
 
     cfg = load_config(config)
     store = open_store(cfg, create=False)

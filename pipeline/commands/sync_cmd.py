@@ -13,9 +13,9 @@ import typer
 from pipeline import __version__
 from pipeline.cli import app
 from pipeline.config import load_config
-from pipeline.logs import get_logger
 from pipeline.ops.summary import sync_lines
 from pipeline.store import open_store
+from sluice_common.logs import get_logger
 
 log = get_logger("sync")
 ENTRY = '''"""spark-submit entry of Sluice: the same arguments as `sluice sync`, or `run ...` / `sync ...`."""
@@ -69,7 +69,7 @@ def package(out: str = typer.Option("dist", "--out", help="Output folder.")) -> 
     dest.mkdir(parents=True, exist_ok=True)
     zpath = dest / f"sluice-{__version__}.zip"
     with zipfile.ZipFile(zpath, "w", zipfile.ZIP_DEFLATED) as z:
-        for pkg in ("pipeline", "adapters"):
+        for pkg in ("pipeline", "adapters", "sluice_common"):
             for f in sorted((root / pkg).rglob("*.py")):
                 z.write(f, f.relative_to(root).as_posix())
     entry = dest / "sluice_submit.py"

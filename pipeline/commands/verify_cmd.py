@@ -8,9 +8,9 @@ import sys
 
 import typer
 
-from pipeline import exitcodes
 from pipeline.cli import app
 from pipeline.config import load_config
+from sluice_common import exitcodes
 
 
 @app.command("verify")

@@ -20,13 +20,13 @@ import json
 import time
 
 from pipeline.config import Config
-from pipeline.errors import StoreError
 from pipeline.etl.driver import EtlSummary, run_loads
 from pipeline.etl.snapshot import snapshot_position
 from pipeline.job import positions
 from pipeline.job.group import load_group
-from pipeline.logs import get_logger, register_secret
 from pipeline.store import open_store
+from sluice_common.errors import StoreError
+from sluice_common.logs import get_logger, register_secret
 
 log = get_logger("bootstrap")
 

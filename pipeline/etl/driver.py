@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 
 from adapters.base import ApplyStats
 from pipeline.config import Config
-from pipeline.errors import SluiceError
 from pipeline.etl import source as S
 from pipeline.etl.partition import EtlContext, Unit, load_function
 from pipeline.etl.plan import TableLoad, table_loads
@@ -27,7 +26,8 @@ from pipeline.etl.progress import open_server
 from pipeline.job.group import GroupPlan
 from pipeline.job.partition import JobContext
 from pipeline.job.schema import RESULT_SCHEMA
-from pipeline.logs import get_logger
+from sluice_common.errors import SluiceError
+from sluice_common.logs import get_logger
 
 log = get_logger("etl")
 

@@ -22,7 +22,6 @@ import pyarrow as pa
 
 from adapters.base import Change
 from pipeline.config import SourceConfig
-from pipeline.errors import SluiceError, TransientError
 from pipeline.etl import source as S
 from pipeline.etl.plan import TableLoad
 from pipeline.etl.progress import ProgressSink
@@ -30,6 +29,7 @@ from pipeline.etl.values import row_decoder
 from pipeline.job.chunks import ChunkRunner
 from pipeline.job.partition import JobContext, result_batch
 from pipeline.retry import doubling, retrying
+from sluice_common.errors import SluiceError, TransientError
 
 READ_RETRIES = 5
 

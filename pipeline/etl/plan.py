@@ -7,11 +7,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from pipeline.errors import ConfigError
 from pipeline.etl import ranges as R
 from pipeline.etl.source import TableMeta, qi, table_meta
 from pipeline.mapping import DbMapping, EsMapping, HbaseMapping, Mapping
 from pipeline.source.catalog import database_exists, tables_of
+from sluice_common.errors import ConfigError
 
 DEFAULT_READ_BATCH = 5000
 _LEADING_WHERE = re.compile(r"^\s*where\b", re.IGNORECASE)

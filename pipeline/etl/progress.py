@@ -14,7 +14,7 @@ import socket
 import threading
 import time
 
-from pipeline.logs import get_logger
+from sluice_common.logs import get_logger
 
 log = get_logger("etl")
 

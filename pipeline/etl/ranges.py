@@ -24,7 +24,7 @@ from typing import Any
 import pymysql.cursors
 
 from pipeline.etl.source import TableMeta, qi
-from pipeline.etl.values import INT_TYPES
+from sluice_common.mysqltypes import INTEGER_TYPES
 
 SAMPLES_PER_PART = 64
 #: an integer key whose span exceeds this many times the row count is split by sampling
@@ -98,7 +98,7 @@ def range_predicate(pk: tuple[str, ...], r: KeyRange, alias: str = "", after: tu
 
 
 def _is_int_key(meta: TableMeta) -> bool:
-    return len(meta.pk) == 1 and meta.column(meta.pk[0]).data_type in INT_TYPES
+    return len(meta.pk) == 1 and meta.column(meta.pk[0]).data_type in INTEGER_TYPES
 
 
 def estimate_rows(conn, meta: TableMeta) -> int:

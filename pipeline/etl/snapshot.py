@@ -23,8 +23,8 @@ import pymysql
 from pipeline.capture.position import Position
 from pipeline.capture.server_check import current_position, gtid_at, inspect_server
 from pipeline.config import SourceConfig
-from pipeline.errors import SourceError
 from pipeline.source.connect import connect
+from sluice_common.errors import SourceError
 
 
 def snapshot_position(src: SourceConfig) -> tuple[Position, str]:

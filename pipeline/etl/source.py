@@ -17,7 +17,7 @@ from pipeline.etl.values import RAW_CONV, SourceColumn, session_sql
 from pipeline.source import catalog
 from pipeline.source.connect import TRANSIENT_CODES, is_transient  # noqa: F401 - part of this module's face
 from pipeline.source.connect import connect as source_connect
-from pipeline.source.mysqltypes import quote_ident as qi  # noqa: F401 - the etl modules' name
+from sluice_common.mysqltypes import quote_ident as qi  # noqa: F401 - the etl modules' name
 
 
 def connect(src: SourceConfig, *, stream: bool = False) -> pymysql.connections.Connection:

@@ -6,7 +6,7 @@ server's own text (or bytes for binary-charset columns) and only a few types nee
 
 * FLOAT / DOUBLE are selected as ``CAST(col AS DOUBLE)`` (the server prints a FLOAT column with
   6 significant digits, and ``DOUBLE(M,D)`` with D decimals) and re-encoded with capture's
-  rules (:func:`pipeline.source.mysqltypes.float32_text`, ``repr``);
+  rules (:func:`sluice_common.mysqltypes.float32_text`, ``repr``);
 * BIT arrives as big-endian bytes -> unsigned decimal text;
 * binary strings (BINARY, VARBINARY, BLOB) arrive as bytes -> ISO-8859-1 text;
 * GEOMETRY arrives as MySQL's internal value (SRID + WKB) -> upper-case hex;
@@ -26,10 +26,9 @@ from dataclasses import dataclass
 
 from pymysql import converters
 
-from pipeline.source.mysqltypes import BINARY_TYPES, GEOMETRY_TYPES, float32_text
+from sluice_common.mysqltypes import BINARY_TYPES, FLOAT_TYPES, GEOMETRY_TYPES, INTEGER_TYPES, float32_text
 
 _F32 = struct.Struct("<f")
-INT_TYPES = ("tinyint", "smallint", "mediumint", "int", "bigint")
 #: pymysql encoders only (keyed by Python type): results stay the server's text / bytes
 RAW_CONV = {k: v for k, v in converters.conversions.items() if not isinstance(k, int)}
 
@@ -86,7 +85,7 @@ class SourceColumn:
         """The type text capture writes into ``mysqlType`` (binlog spelling: no display widths)."""
         dt, ct = self.data_type, self.column_type
         uns = " unsigned" if self.unsigned else ""
-        if dt in INT_TYPES or dt in ("float", "double"):
+        if dt in INTEGER_TYPES or dt in FLOAT_TYPES:
             return dt + uns
         if dt == "decimal":
             return ct.split(" ")[0] + uns
@@ -115,7 +114,7 @@ class SourceColumn:
             return _binary
         if dt in GEOMETRY_TYPES:
             return _geometry
-        if dt in INT_TYPES and "zerofill" in self.column_type:
+        if dt in INTEGER_TYPES and "zerofill" in self.column_type:
             return _zerofill
         return _text if dt in ("json",) else None
 

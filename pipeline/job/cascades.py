@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from adapters.rdb.config import RdbTable
-from pipeline.errors import ConfigError
 from pipeline.mapping import DbMapping, Mapping
 from pipeline.source import catalog
+from sluice_common.errors import ConfigError
 
 CASCADING = frozenset({"CASCADE", "SET NULL", "SET DEFAULT"})
 

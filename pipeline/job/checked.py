@@ -17,8 +17,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pipeline.logs import get_logger
 from pipeline.store.fsutil import now_iso, write_atomic
+from sluice_common.logs import get_logger
 
 log = get_logger("sync")
 CHECKED_FILE = "checked-mappings.json"

@@ -14,9 +14,9 @@ import time
 from typing import TYPE_CHECKING
 
 from adapters.base import ApplyStats, Change
-from pipeline.errors import TargetError, TransientError, is_row_error
-from pipeline.logs import get_logger
 from pipeline.retry import doubling, first_line, retrying
+from sluice_common.errors import TargetError, TransientError, is_row_error
+from sluice_common.logs import get_logger
 
 log = get_logger("job.partition")  # the component name the log lines have always had
 

@@ -25,11 +25,11 @@ from adapters.rdb.client import engine_for
 from adapters.rdb.config import RdbTable
 from adapters.rdb.keys import list_tables
 from adapters.rdb.schema import table_info
-from pipeline.errors import ConfigError
 from pipeline.mapping import DbMapping
 from pipeline.source import catalog
 from pipeline.source.connect import connect
-from pipeline.source.mysqltypes import quote_ident
+from sluice_common.errors import ConfigError
+from sluice_common.mysqltypes import quote_ident
 
 
 def connect_source(cfg):

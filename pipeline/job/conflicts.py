@@ -19,8 +19,8 @@ import re
 from typing import Any
 
 from pipeline.config import Config
-from pipeline.errors import ConfigError, SluiceError
 from pipeline.mapping import DbMapping, EsMapping, HbaseMapping, Mapping
+from sluice_common.errors import ConfigError, SluiceError
 
 DEFAULT_DS = "defaultDS"
 

@@ -19,9 +19,10 @@ import pymysql
 from adapters.base import DdlChange
 from adapters.rdb.like import like_source
 from pipeline.config import SourceConfig
-from pipeline.logs import get_logger
-from pipeline.source.connect import UTC_SESSION, connect
-from pipeline.source.mysqltypes import quote_ident
+from pipeline.source.connect import connect
+from sluice_common.logs import get_logger
+from sluice_common.mysqlconn import UTC_SESSION
+from sluice_common.mysqltypes import quote_ident
 
 log = get_logger("sync")
 

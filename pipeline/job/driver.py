@@ -24,7 +24,6 @@ from pyspark.sql import functions as F
 from adapters.base import AppliedFrom, ApplyStats, Change, DdlChange
 from adapters.registry import after_ddl, capabilities, make_writer, reset_caches
 from pipeline.config import Config
-from pipeline.errors import SluiceError, TransientError
 from pipeline.job import mapped
 from pipeline.job.accumulators import merge, new_counter
 from pipeline.job.collations import SourceCharsetsReader, source_charsets_reader
@@ -36,11 +35,12 @@ from pipeline.job.refusals import Refusal, find, refusal_error
 from pipeline.job.rounds import RoundSizer, follower_error, follower_of, units
 from pipeline.job.schema import RESULT_SCHEMA
 from pipeline.job.session import codegen_for_round
-from pipeline.logs import get_logger
 from pipeline.retry import doubling, first_line, retrying
 from pipeline.store import ChangeLog, open_store
 from pipeline.store.deadletter import DeadLetterStore
 from pipeline.store.waivers import waivers
+from sluice_common.errors import SluiceError, TransientError
+from sluice_common.logs import get_logger
 
 log = get_logger("sync")
 #: DDL epochs of this driver process: every sync starts a new one, and so does every DDL it

@@ -19,7 +19,7 @@ import orjson
 import pyarrow as pa
 
 from adapters.base import Change
-from pipeline.errors import SluiceError
+from sluice_common.errors import SluiceError
 
 
 class Decoded(dict):

@@ -13,16 +13,16 @@ import pymysql
 
 from adapters.registry import capabilities, key_rules, kind_of, make_writer, target_from_adapter
 from pipeline.config import Config
-from pipeline.errors import ConfigError, GrantError, SourceError, TargetMismatchError
 from pipeline.job import checked, conflicts
 from pipeline.job.cascades import SourceFk, expected_cascades, read_source_fks
 from pipeline.job.collations import check_key_collations
 from pipeline.job.keyfold import KeyPlan
 from pipeline.job.routing import Route, routes_for
-from pipeline.logs import get_logger
 from pipeline.mapping import DbMapping, Mapping, load_mappings
 from pipeline.source import catalog
-from pipeline.source.mysqltypes import quote_ident
+from sluice_common.errors import ConfigError, GrantError, SourceError, TargetMismatchError
+from sluice_common.logs import get_logger
+from sluice_common.mysqltypes import quote_ident
 
 log = get_logger("sync")
 

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from adapters.base import ApplyStats, Change
-from pipeline.errors import SluiceError
 from pipeline.job.chunks import ChunkRunner
 from pipeline.job.feed import Decoded, Feed, Pipe, changes, check_order
+from sluice_common.errors import SluiceError
 
 RESULT_FIELDS = [("partition", pa.int32()), ("ok", pa.bool_()), ("rows", pa.int64()), ("stats", pa.string()),
                  ("error", pa.string()), ("error_table", pa.string()), ("error_key", pa.string()),

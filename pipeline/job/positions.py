@@ -12,8 +12,8 @@ from adapters.base import AppliedFrom
 from adapters.registry import capabilities, make_writer
 from pipeline.capture.position import Position, binlog_key
 from pipeline.config import Config
-from pipeline.errors import SluiceError
 from pipeline.job.group import GroupPlan, load_group
+from sluice_common.errors import SluiceError
 
 
 @dataclass(frozen=True)

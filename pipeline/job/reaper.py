@@ -26,7 +26,7 @@ import signal
 import time
 from pathlib import Path
 
-from pipeline.logs import get_logger
+from sluice_common.logs import get_logger
 
 log = get_logger("spark")
 

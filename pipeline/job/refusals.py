@@ -24,8 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline.errors import SluiceError
 from pipeline.store.waivers import ROLLED_BACK, covered
+from sluice_common.errors import SluiceError
 
 #: target kinds that apply a partial UPDATE/DELETE by key exactly (ES rebuilds whole documents)
 PARTIAL_KINDS = ("rdb", "hbase")

@@ -35,10 +35,10 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.config import SparkConfig
-from pipeline.errors import LockHeldError
-from pipeline.logs import get_logger
 from pipeline.store import BatchMeta, LockInfo
 from pipeline.store.locks import held_by
+from sluice_common.errors import LockHeldError
+from sluice_common.logs import get_logger
 
 log = get_logger("sync")
 

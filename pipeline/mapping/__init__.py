@@ -2,7 +2,7 @@
 
 ``load_mapping(path)`` / ``load_mappings(paths_or_globs, base_dir=...)`` return
 :class:`Mapping` objects; ``Mapping.spec`` is a :class:`DbMapping`, :class:`EsMapping` or
-:class:`HbaseMapping`. Every error is a :class:`~pipeline.errors.ConfigError` naming the
+:class:`HbaseMapping`. Every error is a :class:`~sluice_common.errors.ConfigError` naming the
 file and the dotted key. See docs/mappings.md for the keys.
 """
 

@@ -11,7 +11,7 @@ from typing import Annotated, Any, ClassVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, PrivateAttr, ValidationInfo
 
-from pipeline.errors import ConfigError
+from sluice_common.errors import ConfigError
 
 
 def _name(value: Any) -> str:

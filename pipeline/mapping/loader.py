@@ -9,8 +9,8 @@ from pathlib import Path
 
 import yaml
 
-from pipeline.errors import ConfigError
 from pipeline.mapping.model import Mapping, parse_mapping
+from sluice_common.errors import ConfigError
 
 _GLOB_CHARS = set("*?[")
 

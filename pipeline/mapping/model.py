@@ -6,12 +6,12 @@ from typing import Any, Literal
 
 from pydantic import PrivateAttr, ValidationError, ValidationInfo, model_validator
 
-from pipeline.errors import ConfigError
 from pipeline.mapping.es import EsMapping
 from pipeline.mapping.fieldtypes import Flag, Frozen, OptionalName
 from pipeline.mapping.hbase import HbaseMapping
 from pipeline.mapping.problems import UNSUPPORTED_SECTIONS, to_config_error
 from pipeline.mapping.rdb import DbMapping
+from sluice_common.errors import ConfigError
 
 Kind = Literal["rdb", "es", "hbase"]
 SECTIONS: dict[str, Kind] = {"dbMapping": "rdb", "esMapping": "es", "hbaseMapping": "hbase"}

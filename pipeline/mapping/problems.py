@@ -11,7 +11,7 @@ from typing import Annotated, Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
-from pipeline.errors import ConfigError
+from sluice_common.errors import ConfigError
 
 #: sections of canal mapping files for adapters Sluice does not have
 UNSUPPORTED_SECTIONS = {

@@ -16,13 +16,13 @@ from pathlib import Path
 from adapters.base import Change
 from adapters.registry import make_writer
 from pipeline.config import Config
-from pipeline.errors import TransientError, is_row_error
 from pipeline.job.deadletter import change_of
 from pipeline.job.group import GroupPlan, load_group
-from pipeline.logs import get_logger
 from pipeline.retry import doubling, retrying
 from pipeline.store import ChangeLog, open_store
 from pipeline.store.deadletter import DeadLetterStore
+from sluice_common.errors import TransientError, is_row_error
+from sluice_common.logs import get_logger
 
 log = get_logger("deadletter")
 WAITING = "not tried: an earlier change of this key still fails"

@@ -47,14 +47,14 @@ from typing import Any
 
 from tenacity import wait_fixed
 
-from pipeline import exitcodes
 from pipeline.config import Config
-from pipeline.errors import LockHeldError
 from pipeline.job.rounds import follow_lock_path
-from pipeline.logs import get_logger
 from pipeline.retry import retrying
 from pipeline.store import ChangeLog, open_store
 from pipeline.store.locks import acquire, read_holder
+from sluice_common import exitcodes
+from sluice_common.errors import LockHeldError
+from sluice_common.logs import get_logger
 
 from .run import RunResult, _in_thread, _kinds, run_once
 from .runlog import new_run_id

@@ -22,9 +22,8 @@ from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from pipeline.source.mysqltypes import BINARY_TYPES, GEOMETRY_TYPES, float32_text
+from sluice_common.mysqltypes import BINARY_TYPES, GEOMETRY_TYPES, INTEGER_TYPES, float32_text
 
-INT_TYPES = {"tinyint", "smallint", "mediumint", "int", "integer", "bigint", "year"}
 #: values compared as bytes: binary strings and geometry (MySQL 8's ``geomcollection`` as text, as before)
 BLOB_TYPES = (BINARY_TYPES | GEOMETRY_TYPES) - {"geomcollection"}
 ZERO = "<zero date>"
@@ -163,7 +162,7 @@ def normalizer(data_type: str, column_type: str = "") -> Callable[[Any], Any]:
     t = (data_type or "").lower()
     if t == "bit":
         return _bit
-    if t in INT_TYPES:
+    if t in INTEGER_TYPES or t == "year":
         return _bool_or_int
     if t == "float":
         return _float32

@@ -16,7 +16,7 @@ already stored, a failed group does not stop the others. Every outcome, errors i
 appended to the run log (:mod:`pipeline.ops.runlog`) and written as metrics
 (:mod:`pipeline.ops.metrics`).
 
-Exit codes (docs/operations.md, :mod:`pipeline.exitcodes`): 0 work done, 1 a stage failed,
+Exit codes (docs/operations.md, :mod:`sluice_common.exitcodes`): 0 work done, 1 a stage failed,
 2 a group's config or mappings are wrong (status ``invalid``), 3 another job holds a lock
 (nothing else failed), 4 nothing to do (no new rows captured and no group had pending rows;
 ``nothing_exit`` changes it, e.g. to 0 for schedulers that fail on any non-zero code),
@@ -32,13 +32,13 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline import exitcodes
 from pipeline.config import Config
-from pipeline.errors import LockHeldError, SluiceError
 from pipeline.job.rounds import follower_error, follower_of
-from pipeline.logs import get_logger
 from pipeline.store import ChangeLog, open_store
 from pipeline.store.fsutil import not_writable
+from sluice_common import exitcodes
+from sluice_common.errors import LockHeldError, SluiceError
+from sluice_common.logs import get_logger
 
 from .runlog import RunLog, new_run_id
 from .status import _iso, capture_lag, group_status

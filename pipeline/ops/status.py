@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.config import Config
-from pipeline.errors import SluiceError
 from pipeline.store import BatchMeta, ChangeLog, open_store
+from sluice_common.errors import SluiceError
 
 from .runlog import RunLog
 

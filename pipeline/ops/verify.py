@@ -14,10 +14,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pipeline import exitcodes
 from pipeline.config import Config
-from pipeline.errors import ConfigError, SluiceError
-from pipeline.logs import get_logger
+from sluice_common import exitcodes
+from sluice_common.errors import ConfigError, SluiceError
+from sluice_common.logs import get_logger
 
 from .verify_rdb import Side, TableDiff, compare_table, connect_source, pairs_for
 

@@ -28,7 +28,7 @@ from typing import Any
 import pymysql
 
 from pipeline.source import catalog
-from pipeline.source.mysqltypes import quote_ident
+from sluice_common.mysqltypes import quote_ident
 
 from .normalize import normalize_row, normalizer
 
@@ -317,6 +317,7 @@ def _target_pk(spec: Any, source: str) -> str:
 
 def connect_source(cfg: Any) -> pymysql.connections.Connection:
     """A source connection with the session time zone at UTC (TIMESTAMPs as stored instants)."""
-    from pipeline.source.connect import UTC_SESSION, connect
+    from pipeline.source.connect import connect
+    from sluice_common.mysqlconn import UTC_SESSION
 
     return connect(cfg.source, session=(UTC_SESSION,))

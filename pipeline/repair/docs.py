@@ -22,8 +22,8 @@ from adapters.base import ApplyStats, Change
 from pipeline.etl.values import row_decoder
 from pipeline.ops.normalize import dml_text
 from pipeline.ops.verify_rdb import Side, range_clause
-from pipeline.source.mysqltypes import GEOMETRY_TYPES
-from pipeline.source.mysqltypes import quote_ident as qi
+from sluice_common.mysqltypes import GEOMETRY_TYPES
+from sluice_common.mysqltypes import quote_ident as qi
 
 from .rdb import ChunkCounts
 

@@ -19,10 +19,10 @@ from typing import Any
 
 from pipeline.capture.server_check import current_position, inspect_server
 from pipeline.config import Config
-from pipeline.errors import SluiceError
 from pipeline.etl.progress import ProgressServer
 from pipeline.job.partition import JobContext
-from pipeline.logs import get_logger
+from sluice_common.errors import SluiceError
+from sluice_common.logs import get_logger
 
 from .guard import typed_connection
 from .plan import RepairTable, plan_tables

@@ -32,9 +32,9 @@ import pymysql
 from pipeline.capture.position import binlog_key
 from pipeline.capture.server_check import master_status
 from pipeline.config import SourceConfig
-from pipeline.errors import SourceError
 from pipeline.etl.values import session_sql
 from pipeline.source.connect import connect
+from sluice_common.errors import SourceError
 
 #: how long a chunk waits for the group's apply lock (a sync round can take minutes)
 LOCK_WAIT = 1800.0

@@ -15,13 +15,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.errors import ConfigError, UsageError
 from pipeline.etl import ranges as R
 from pipeline.etl.source import TableMeta, table_meta
-from pipeline.etl.values import INT_TYPES
 from pipeline.ops.verify_rdb import TablePair, pairs_for
 from pipeline.source import catalog
 from pipeline.source.catalog import tables_of
+from sluice_common.errors import ConfigError, UsageError
+from sluice_common.mysqltypes import INTEGER_TYPES
 
 
 @dataclass(frozen=True)
@@ -137,7 +137,7 @@ def _captured_database(conn: Any, cfg: Any, table: str) -> str | None:
 
 def _typed(meta: TableMeta, r: R.KeyRange) -> R.KeyRange:
     """The splitter's integer bounds are text; the comparison binds them on a target too."""
-    if len(meta.pk) == 1 and meta.column(meta.pk[0]).data_type in INT_TYPES:
+    if len(meta.pk) == 1 and meta.column(meta.pk[0]).data_type in INTEGER_TYPES:
         def conv(b):
             return None if b is None else (int(b[0]),)
         return R.KeyRange(conv(r.lo), conv(r.hi))

@@ -27,7 +27,7 @@ from adapters.base import Change
 from pipeline.etl.values import row_decoder
 from pipeline.ops.normalize import normalize_row, normalizer
 from pipeline.ops.verify_rdb import Side, checksum_sql, range_clause, select_list
-from pipeline.source.mysqltypes import quote_ident as qi
+from sluice_common.mysqltypes import quote_ident as qi
 
 MAX_CONFLICT_ROUNDS = 5
 

@@ -18,10 +18,10 @@ from typing import Any
 
 from pipeline.capture.position import binlog_key
 from pipeline.config import Config
-from pipeline.errors import SluiceError
-from pipeline.logs import get_logger
 from pipeline.store.fsutil import now_iso, write_atomic
 from pipeline.store.waivers import add_waiver
+from sluice_common.errors import SluiceError
+from sluice_common.logs import get_logger
 
 log = get_logger("repair")
 FILE = "repairs.json"

@@ -18,11 +18,11 @@ from dataclasses import asdict, dataclass
 import pyarrow as pa
 
 from pipeline.config import SourceConfig
-from pipeline.errors import SluiceError, TransientError
 from pipeline.etl.progress import ProgressSink
 from pipeline.job.partition import JobContext
 from pipeline.ops.verify_rdb import Side, range_clause
 from pipeline.retry import doubling, retrying
+from sluice_common.errors import SluiceError, TransientError
 
 from .guard import ChunkGuard, typed_connection
 from .plan import RepairTable

@@ -1,45 +1,32 @@
 """Connections to the source (MySQL/MariaDB): the one place that turns the ``source`` settings
-into pymysql's arguments (host, port, user, password, connect timeout, TLS from ``source.ssl``),
-opens a connection (autocommit, utf8mb4, an optional UTC session) and says which error codes mean
-"the connection broke: retry".
+into pymysql's arguments (host, port, user, password, connect timeout, TLS from ``source.ssl``,
+through :func:`sluice_common.mysqlconn.params`), opens a connection (autocommit, utf8mb4, an
+optional UTC session) and says which error codes mean "the connection broke: retry".
 
 Every source connection goes through here: capture (the server checks and the binlog
-connections), the pre-flight checks of ``sync``/``run``, ``status``, the full load (ETL), ``verify``
-and the search adapters' join re-queries, so each of them honours ``source.ssl`` (a source that
-requires TLS works everywhere, docs/security.md).
+connections), the pre-flight checks of ``sync``/``run``, ``status``, the full load (ETL) and
+``verify``; the search adapters' join re-queries build theirs with the same ``params``. So each
+of them honours ``source.ssl`` (a source that requires TLS works everywhere, docs/security.md).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import pymysql
 import pymysql.cursors
 
 from pipeline.config import SourceConfig
-from pipeline.errors import SourceError, TransientError
-from pipeline.secrets import Secret
+from sluice_common.errors import SourceError, TransientError
+from sluice_common.mysqlconn import params
 
 #: pymysql/MySQL client errors that mean "the connection broke" (for a reading connection): worth a retry
 TRANSIENT_CODES = frozenset({1205, 1213, 1040, 1053, 1317, 1927, 4031, 2002, 2003, 2006, 2013, 2055, 0})
 #: the binlog connection went away or was killed: lost (2013, 2006), refused (2003), KILLed (1927),
 #: server shutting down (1053), interrupted (1317), network read/write errors (1158-1161)
 BINLOG_TRANSIENT_CODES = frozenset({2003, 2006, 2013, 1927, 1053, 1317, 1158, 1159, 1160, 1161})
-#: the session time zone of every reading connection: TIMESTAMPs as stored instants (UTC)
-UTC_SESSION = "SET time_zone = '+00:00'"
 HINT = "check source.host/port/user/password in the config and that the server is running"
-
-
-def params(host: str, port: int, user: str, password: Secret, connect_timeout: float,
-           ssl: Mapping[str, Any] | None) -> dict[str, Any]:
-    """pymysql's arguments for a server: address, credentials, connect timeout and TLS (if any).
-    The password goes as its UTF-8 bytes (:meth:`Secret.utf8`: pymysql would send a ``str`` as Latin-1)."""
-    kw: dict[str, Any] = {"host": host, "port": port, "user": user, "password": password.utf8(),
-                          "connect_timeout": connect_timeout}
-    if ssl:
-        kw["ssl"] = dict(ssl)
-    return kw
 
 
 def settings(src: SourceConfig) -> dict[str, Any]:
@@ -63,7 +50,7 @@ def is_transient(e: BaseException) -> bool:
 def connect(src: SourceConfig, *, session: Sequence[str] = (), transient: bool = False, hint: str = HINT,
             **extra: Any) -> pymysql.connections.Connection:
     """A connection to the source: autocommit, utf8mb4, ``extra`` pymysql arguments (e.g. ``conv``,
-    ``cursorclass``), then each ``session`` statement (e.g. :data:`UTC_SESSION`).
+    ``cursorclass``), then each ``session`` statement (e.g. :data:`sluice_common.mysqlconn.UTC_SESSION`).
 
     A failure to connect is a SourceError naming the server (``hint``: what to check); with
     ``transient``, a TransientError when the code says the connection broke (the caller retries)."""

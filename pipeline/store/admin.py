@@ -10,7 +10,7 @@ import logging
 import os
 from typing import TYPE_CHECKING, Any
 
-from pipeline.errors import OutOfOrderAckError, StoreError
+from sluice_common.errors import OutOfOrderAckError, StoreError
 
 from .fsutil import fsync_dir, remove_stray_temps
 from .locks import pid_exists, read_holder

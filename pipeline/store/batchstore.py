@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline import __version__
-from pipeline.errors import OutOfOrderAckError, StoreError
+from sluice_common.errors import OutOfOrderAckError, StoreError
 
 from . import admin
 from .changelog import StoreCapabilities

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipeline.errors import StoreError
+from sluice_common.errors import StoreError
 
 from .fsutil import is_temp_name, now_iso, write_atomic
 from .meta import validate_group

@@ -15,7 +15,7 @@ import secrets
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pipeline.errors import StoreError
+from sluice_common.errors import StoreError
 
 TMP_SUFFIX = ".tmp"
 _TMP_RE = re.compile(r"^\.(.+)\.\d+\.[0-9a-f]{8}\.tmp$")

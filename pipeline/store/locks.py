@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipeline.errors import LockHeldError, StoreError
+from sluice_common.errors import LockHeldError, StoreError
 
 from .fsutil import now_iso
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipeline.errors import CorruptBatchError, StoreError
+from sluice_common.errors import CorruptBatchError, StoreError
 
 FORMAT = 1
 ID_WIDTH = 12

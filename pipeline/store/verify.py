@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any, NoReturn
 
-from pipeline.errors import CorruptBatchError
+from sluice_common.errors import CorruptBatchError
 
 from .meta import BatchMeta
 

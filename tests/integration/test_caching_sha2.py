@@ -28,8 +28,8 @@ from pipeline.capture.position import Position
 from pipeline.capture.protocol import DumpConnection
 from pipeline.capture.server_check import current_position
 from pipeline.config import SourceConfig
-from pipeline.secrets import Secret
 from pipeline.source.connect import connect
+from sluice_common.secrets import Secret
 from tests.support import sysbench
 
 USER, PASSWORD = "sluice_sha2", "sha2-pw-2468"

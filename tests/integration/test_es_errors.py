@@ -28,8 +28,8 @@ from adapters.es.plan import doc_plan
 from adapters.opensearch import errors as os_errors
 from adapters.opensearch import target_from_adapter as os_target_from_adapter
 from pipeline.config import OuterAdapter, parse_config
-from pipeline.errors import ConfigError, TargetError, TransientError
 from pipeline.mapping.loader import parse_mapping_text
+from sluice_common.errors import ConfigError, TargetError, TransientError
 
 
 def _meta(status: int) -> elastic_transport.ApiResponseMeta:

@@ -18,8 +18,8 @@ import pytest
 
 from adapters.base import Change
 from adapters.es import EsTarget, SourceDb, make_writer, reset_caches
-from pipeline.errors import TargetError
 from pipeline.mapping.loader import load_mapping, parse_mapping_text
+from sluice_common.errors import TargetError
 from tests.support.search import SearchServer
 from tests.support.source import Source
 
@@ -60,7 +60,7 @@ def target(search: SearchServer, mariadb: dict, db: str) -> EsTarget:
 
 
 def _secret(pw: str):
-    from pipeline.secrets import Secret
+    from sluice_common.secrets import Secret
     return Secret(pw)
 
 

@@ -15,7 +15,7 @@ from adapters.es import SourceDb, make_writer, reset_caches
 from adapters.es.errors import EsRowError
 from adapters.es.values import capture_converter, field_converter
 from pipeline.mapping.loader import parse_mapping_text
-from pipeline.secrets import Secret
+from sluice_common.secrets import Secret
 from tests.support.golden import EVERY_TYPE, EVERY_TYPE_VALUES, every_type_row
 from tests.support.search import SearchServer
 

@@ -12,12 +12,12 @@ import pytest
 import yaml
 
 from pipeline.config import SparkConfig, load_config
-from pipeline.errors import StoreError
 from pipeline.etl.bootstrap import run_bootstrap
 from pipeline.etl.driver import run_etl
 from pipeline.job.group import load_group
 from pipeline.job.session import get_spark
 from pipeline.store import BatchStore
+from sluice_common.errors import StoreError
 from tests.support import sysbench
 
 

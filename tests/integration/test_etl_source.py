@@ -192,7 +192,7 @@ def test_es_condition_may_read_a_joined_table(mariadb, tmp_path, split_db):
 
 def test_broken_source_connection_is_a_transient_error(mariadb):
     from pipeline.config import SourceConfig
-    from pipeline.errors import SourceError, TransientError
+    from sluice_common.errors import SourceError, TransientError
 
     with pytest.raises((TransientError, SourceError)):
         S.connect(SourceConfig(host="127.0.0.1", port=1, user="root", connectTimeout=2))

@@ -19,8 +19,8 @@ from adapters.hbase import make_writer as hb_writer
 from adapters.hbase import target_from_adapter as hb_target
 from adapters.hbase.verify import read_rows
 from pipeline.config import OuterAdapter
-from pipeline.errors import TargetError
 from pipeline.mapping.model import parse_mapping
+from sluice_common.errors import TargetError
 from tests.integration.test_rdb_conformance import MariaEnv, PgEnv, SqliteEnv, apply
 from tests.integration.test_rdb_types import assert_every_type_row_mariadb, assert_every_type_row_postgresql
 from tests.support import golden

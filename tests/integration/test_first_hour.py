@@ -12,8 +12,8 @@ import pymysql
 import pytest
 import yaml
 
-from pipeline import exitcodes
 from pipeline.store import BatchStore
+from sluice_common import exitcodes
 from tests.support.cli import cli, one_message
 from tests.support.deploy import rdb_adapter, write_deployment
 

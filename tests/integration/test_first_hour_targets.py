@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from pipeline import exitcodes
+from sluice_common import exitcodes
 from tests.support.cli import cli, one_message
 from tests.support.deploy import write_deployment
 

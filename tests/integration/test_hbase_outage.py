@@ -20,9 +20,9 @@ import pytest
 
 from adapters.hbase import HbaseTarget, make_writer
 from adapters.hbase.verify import read_rows
-from pipeline.errors import TransientError
 from pipeline.job.partition import JobContext, apply_function
 from pipeline.mapping.model import parse_mapping
+from sluice_common.errors import TransientError
 from tests.support.golden import GoldenTable
 from tests.support.thrift import OwnThrift
 

@@ -23,9 +23,9 @@ from adapters.hbase import HbaseTarget, make_writer, target_from_adapter
 from adapters.hbase.values import bigdecimal_bytes, bigdecimal_text
 from adapters.hbase.verify import read_rows
 from pipeline.config import OuterAdapter
-from pipeline.errors import ConfigError, TargetError, TransientError
 from pipeline.mapping import load_mapping
 from pipeline.mapping.model import parse_mapping
+from sluice_common.errors import ConfigError, TargetError, TransientError
 from tests.support import golden
 from tests.support.golden import GoldenTable
 from tests.support.matrix import FULL

@@ -116,8 +116,8 @@ def test_a_round_is_acked_with_one_commit_in_order_only(tmp_path, mariadb, kafka
     """``ack_round``: the group's offsets move from before the round to the end of its last batch
     in one commit (lag 0 on every partition after it); a round that does not start right after
     the cursor, or skips a batch, is refused and commits nothing."""
-    from pipeline.errors import OutOfOrderAckError
     from pipeline.store.kafka.client import committed, list_offsets
+    from sluice_common.errors import OutOfOrderAckError
 
     parts = 2
     db, store = _hashed_store(tmp_path, mariadb, kafka, "ka", parts)
@@ -147,8 +147,8 @@ def test_a_fenced_producer_fails_clearly_and_publishes_nothing(tmp_path, mariadb
     """A second producer with the same transactional id fences the first: the first's next batch
     is refused with one clear error (librdkafka's fatal fencing, through either backend's error
     translation), nothing of it becomes visible, and the second publishes normally."""
-    from pipeline.errors import SluiceError
     from pipeline.store.kafka.producer import BatchProducer
+    from sluice_common.errors import SluiceError
 
     if producer == "confluent":
         monkeypatch.setattr(txnative, "supports", lambda settings: False)
@@ -221,7 +221,7 @@ def test_a_commit_whose_outcome_was_unknown_is_settled_before_capture_goes_on(tm
     must resume after that batch and give the next one the next id, not the same id again."""
     from confluent_kafka import KafkaError, KafkaException
 
-    from pipeline.errors import SluiceError
+    from sluice_common.errors import SluiceError
 
     db, store = _hashed_store(tmp_path, mariadb, kafka, "ku", 2)
     lines = [json.dumps(r, separators=(",", ":")).encode()[:-1] for r in _records(random.Random(5), db, 10)]

@@ -18,7 +18,7 @@ import pytest
 from adapters.base import Change
 from adapters.es import SourceDb, make_writer, reset_caches
 from pipeline.mapping.loader import parse_mapping_text
-from pipeline.secrets import Secret
+from sluice_common.secrets import Secret
 from tests.support import joins
 from tests.support.search import SearchServer
 from tests.support.source import Source

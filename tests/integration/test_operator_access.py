@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from pipeline import exitcodes
+from sluice_common import exitcodes
 from tests.support.cli import one_message
 from tests.support.operator import make, sql
 

@@ -10,7 +10,7 @@ import re
 import shlex
 import subprocess
 
-from pipeline import exitcodes
+from sluice_common import exitcodes
 from tests.support.cli import one_message
 from tests.support.operator import make, sql
 

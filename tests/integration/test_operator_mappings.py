@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import shlex
 
-from pipeline import exitcodes
+from sluice_common import exitcodes
 from tests.support.cli import one_message
 from tests.support.operator import make, t_mapping
 

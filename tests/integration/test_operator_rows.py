@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import exitcodes
+from sluice_common import exitcodes
 from tests.support.deploy import REPO
 from tests.support.operator import make, sql, t_mapping
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import shutil
 
-from pipeline import exitcodes
+from sluice_common import exitcodes
 from tests.support.cli import one_message
 from tests.support.operator import make
 

@@ -7,9 +7,9 @@ import pickle
 import pytest
 
 from adapters.rdb import RdbTable, RdbTarget, target_from_adapter
-from pipeline.errors import ConfigError
 from pipeline.mapping import parse_mapping
-from pipeline.secrets import Secret
+from sluice_common.errors import ConfigError
+from sluice_common.secrets import Secret
 
 F, K = "sluice.yml", "groups[0].outerAdapters[1]"
 

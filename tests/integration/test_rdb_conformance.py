@@ -19,7 +19,7 @@ import pytest
 from adapters.base import ApplyStats, Change
 from adapters.rdb import RdbTable, RdbTarget, make_writer
 from adapters.rdb.values import suggest_type
-from pipeline.errors import TargetError
+from sluice_common.errors import TargetError
 from tests.support import golden
 from tests.support.golden import GoldenTable
 

@@ -11,7 +11,7 @@ from adapters.rdb import RdbTable, RdbTarget, make_writer
 from adapters.rdb.client import engine_for
 from adapters.rdb.ddl import rewrite_schema
 from adapters.rdb.errors import classify
-from pipeline.errors import TargetError, TransientError
+from sluice_common.errors import TargetError, TransientError
 from tests.integration.test_rdb_conformance import MariaEnv, PgEnv, apply
 from tests.support.golden import GoldenTable
 
@@ -91,7 +91,7 @@ def test_a_bad_ddl_is_a_target_error_with_the_statement(maria):
 def _wrong(target: RdbTarget, pw: str) -> RdbTarget:
     from dataclasses import replace
 
-    from pipeline.secrets import Secret
+    from sluice_common.secrets import Secret
     return replace(target, password=Secret(pw))
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from adapters.base import Change
 from adapters.rdb import make_writer
-from pipeline.errors import TargetMismatchError
+from sluice_common.errors import TargetMismatchError
 from tests.integration.test_rdb_conformance import apply, env  # noqa: F401 - the fixture
 from tests.support.golden import GoldenTable
 

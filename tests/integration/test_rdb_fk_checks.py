@@ -15,7 +15,7 @@ import pytest
 from adapters.base import Change
 from adapters.rdb import RdbTable, make_writer
 from adapters.rdb.config import RdbTarget
-from pipeline.errors import TargetError
+from sluice_common.errors import TargetError
 from tests.integration.test_rdb_conformance import MariaEnv, PgEnv
 
 

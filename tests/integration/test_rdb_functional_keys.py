@@ -12,7 +12,7 @@ import pytest
 from adapters.rdb.client import engine_for
 from adapters.rdb.config import RdbTarget
 from adapters.rdb.schema import reset_caches, table_info
-from pipeline.secrets import Secret
+from sluice_common.secrets import Secret
 from tests.support import sysbench
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from adapters.base import DdlChange
 from adapters.rdb import RdbTable, make_writer
-from pipeline.errors import TargetError
+from sluice_common.errors import TargetError
 from tests.integration.test_rdb_conformance import MariaEnv
 
 #: ``SHOW CREATE TABLE tmpl.t`` as MariaDB 10.11 prints it

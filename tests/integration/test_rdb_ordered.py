@@ -8,7 +8,7 @@ import pytest
 
 from adapters.base import Change
 from adapters.rdb import RdbTable, make_writer
-from pipeline.errors import RowError
+from sluice_common.errors import RowError
 from tests.integration.test_rdb_conformance import MariaEnv, PgEnv
 
 INT, TXT = "int(11)", "varchar(40)"

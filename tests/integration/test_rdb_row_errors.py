@@ -6,7 +6,7 @@ import pytest
 
 from adapters.base import Change
 from adapters.rdb import RdbTable
-from pipeline.errors import RowError, TargetError, is_row_error
+from sluice_common.errors import RowError, TargetError, is_row_error
 from tests.integration.test_rdb_conformance import MariaEnv, apply
 
 

@@ -26,9 +26,9 @@ from pathlib import Path
 import pytest
 
 from pipeline.config import load_config
-from pipeline.errors import StoreError
 from pipeline.store import BatchStore
 from pipeline.store.fsutil import is_temp_name
+from sluice_common.errors import StoreError
 from tests.support import sysbench
 from tests.support.capture_check import all_records, mark_start, replay, source_rows, write_config
 from tests.support.deploy import sluice

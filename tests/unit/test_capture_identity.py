@@ -10,7 +10,7 @@ from pipeline.capture.identity import Resume, _agrees, _failover, check_file, sa
 from pipeline.capture.position import Position
 from pipeline.capture.reader import BinlogReader, ReaderOptions
 from pipeline.capture.server_check import ServerId
-from pipeline.errors import PositionError
+from sluice_common.errors import PositionError
 
 OLD = {"logfile": "mysql-bin.000002", "logpos": 126914, "gtid": "0-101-144", "nextId": 77}
 

@@ -10,7 +10,7 @@ from pipeline.capture.dml import classify_ddl, rows_records, statement_record
 from pipeline.capture.position import GtidState, Position, binlog_key
 from pipeline.capture.rowcodec import TableCodec
 from pipeline.capture.server_check import check_settings, detect_flavor
-from pipeline.errors import PositionError, SourceError
+from sluice_common.errors import PositionError, SourceError
 
 GOOD = {"log_bin": "ON", "binlog_format": "ROW", "binlog_row_image": "FULL", "binlog_row_metadata": "FULL",
         "log_bin_compress": "OFF"}

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from pipeline.capture.writer import AsyncAppender
-from pipeline.errors import StoreError
 from pipeline.store import BatchStore
+from sluice_common.errors import StoreError
 
 
 def _pos(n: int) -> dict:

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pipeline import exitcodes
 from pipeline.store import BatchStore
+from sluice_common import exitcodes
 from tests.support.cli import NOBODY, cli, one_message
 from tests.support.prereq import missing
 

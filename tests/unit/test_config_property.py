@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pipeline.config import Config, load_config, parse_config
-from pipeline.errors import ConfigError
+from sluice_common.errors import ConfigError
 
 pytestmark = pytest.mark.unit
 

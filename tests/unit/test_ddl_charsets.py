@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from adapters.rdb.charsets import SourceCharsets, candidates, rewrite, translate
-from pipeline.errors import TargetMismatchError
+from sluice_common.errors import TargetMismatchError
 
 MYSQL = SourceCharsets({"d": ("utf8mb4", "utf8mb4_0900_ai_ci")},
                        {"utf8mb4": "utf8mb4_0900_ai_ci", "latin1": "latin1_swedish_ci"})

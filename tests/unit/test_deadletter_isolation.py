@@ -9,10 +9,10 @@ import json
 import pytest
 
 from adapters.base import ApplyStats, Capabilities, Change
-from pipeline.errors import RowError, TargetError, TransientError
 from pipeline.job.chunks import ChunkRunner
 from pipeline.job.partition import JobContext
 from pipeline.mapping import parse_mapping_text
+from sluice_common.errors import RowError, TargetError, TransientError
 
 MAPPING = """{dl}dbMapping:
   database: db

@@ -1,4 +1,4 @@
-"""Every third-party package that ``pipeline/`` and ``adapters/`` import is declared in
+"""Every third-party package that ``pipeline/``, ``adapters/`` and ``sluice_common/`` import is declared in
 pyproject.toml, so a fresh ``pip install`` has it even when no other dependency brings it
 (typer 0.26 stopped bringing click, and ``sluice`` crashed on its first usage error)."""
 
@@ -12,7 +12,7 @@ import tomllib
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-OURS = {"pipeline", "adapters", "sluice_binlog"}  # sluice_binlog: native/, built by scripts/bootstrap
+OURS = {"pipeline", "adapters", "sluice_common", "sluice_binlog"}  # sluice_binlog: native/, built by scripts/bootstrap
 
 
 def _norm(name: str) -> str:

@@ -30,8 +30,8 @@ def test_an_integer_beyond_64_bits_is_sent_for_elasticsearch_to_judge():
 def test_the_password_is_masked_in_logs_once_a_client_exists(product):
     from adapters.es.bulk import client
     from adapters.es.config import EsTarget
-    from pipeline.logs import mask
-    from pipeline.secrets import Secret
+    from sluice_common.logs import mask
+    from sluice_common.secrets import Secret
 
     pw = f"{product[:2]}-Pw-5l9q"
     api = client(EsTarget(hosts=("http://127.0.0.1:9",), username="elastic", password=Secret(pw), product=product))

@@ -9,10 +9,10 @@ import struct
 
 import pytest
 
-from pipeline.errors import ConfigError
 from pipeline.etl import ranges as R
 from pipeline.etl.plan import bind_condition
 from pipeline.etl.values import SourceColumn, row_decoder
+from sluice_common.errors import ConfigError
 
 
 def _sqlite(pred: str) -> str:

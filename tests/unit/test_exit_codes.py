@@ -9,8 +9,9 @@ import re
 import pytest
 import yaml
 
-from pipeline import exitcodes
-from pipeline.errors import (
+from pipeline.job.driver import ApplyFailed
+from sluice_common import exitcodes
+from sluice_common.errors import (
     ConfigError,
     CorruptBatchError,
     LockHeldError,
@@ -24,7 +25,6 @@ from pipeline.errors import (
     TransientError,
     UsageError,
 )
-from pipeline.job.driver import ApplyFailed
 from tests.support.cli import cli, one_message
 from tests.support.deploy import REPO
 

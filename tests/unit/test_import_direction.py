@@ -4,8 +4,9 @@
   ETL, operations, repair or command module, no adapter. Capture, store and job share the batch
   record's schema from ``pipeline/store/records.py`` and the native extension from
   ``pipeline/native.py``.
-* Adapters import from ``pipeline`` only the shared modules (errors, exit codes, logs, secrets,
-  the MySQL type vocabulary).
+* ``sluice_common`` (errors, exit codes, logs, secrets, the MySQL type vocabulary and connection
+  arguments) is below both: it imports neither ``pipeline`` nor ``adapters``.
+* Adapters import nothing of ``pipeline``: what they share with it is ``sluice_common``'s.
 * ``pipeline`` reaches adapters through their contract (``adapters.base``, ``adapters.registry``).
 * No two packages import each other.
 
@@ -20,16 +21,14 @@ from collections import defaultdict
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-SHARED = {"pipeline.errors", "pipeline.exitcodes", "pipeline.logs", "pipeline.secrets", "pipeline.source.mysqltypes"}
+TOPS = ("pipeline", "adapters", "sluice_common")
 CONTRACT = {"adapters", "adapters.base", "adapters.registry"}
 STORE_MAY_NOT = ("pipeline.capture", "pipeline.job", "pipeline.etl", "pipeline.ops", "pipeline.repair",
                  "pipeline.commands", "adapters")
 
-#: adapter -> pipeline module beyond the shared ones
-ADAPTER_DEBTS = {
-    ("adapters.es.requery", "pipeline.source.connect"): "the join re-query reads the source itself",
-    ("adapters.hbase.plan", "pipeline.mapping.hbase"): "the row-key rules live with the mapping",
-}
+#: adapter -> pipeline module (none left: the join re-query's connection arguments moved to
+#: sluice_common/mysqlconn.py, and hbase/plan.py reads the parsed mapping by its attributes, as es does)
+ADAPTER_DEBTS: dict[tuple[str, str], str] = {}
 #: pipeline module -> adapter module beyond the contract (the RDB compare and the collation and
 #: catalog knowledge of targets belong behind a factory entry point; issue #41 step 2)
 CONTRACT_DEBTS = {
@@ -61,9 +60,9 @@ def _module(path: Path) -> str:
 
 
 def _imports() -> dict[str, set[str]]:
-    """module -> the modules (of pipeline and adapters) it imports."""
+    """module -> the modules (of pipeline, adapters and sluice_common) it imports."""
     out: dict[str, set[str]] = defaultdict(set)
-    for path in sorted([*REPO.glob("pipeline/**/*.py"), *REPO.glob("adapters/**/*.py")]):
+    for path in sorted(p for top in TOPS for p in REPO.glob(f"{top}/**/*.py")):
         mod = _module(path)
         package = mod if path.name == "__init__.py" else mod.rsplit(".", 1)[0]
         for node in ast.walk(ast.parse(path.read_text())):
@@ -78,7 +77,7 @@ def _imports() -> dict[str, set[str]]:
                 names = [base, *(f"{base}.{a.name}" for a in node.names if _is_module(f"{base}.{a.name}"))]
             else:
                 continue
-            out[mod].update(n for n in names if n.split(".")[0] in ("pipeline", "adapters") and n != mod)
+            out[mod].update(n for n in names if n.split(".")[0] in TOPS and n != mod)
     return out
 
 
@@ -106,9 +105,17 @@ def test_the_store_imports_neither_its_producer_nor_its_consumer():
     assert not bad, bad
 
 
-def test_adapters_import_only_the_shared_part_of_pipeline():
+def test_the_shared_package_imports_neither_pipeline_nor_adapters():
+    imports = _imports()
+    assert any(_within(m, "sluice_common") for m in imports), "sluice_common's modules were not read"
+    bad = sorted((m, t) for m, ts in imports.items() if _within(m, "sluice_common")
+                 for t in ts if not _within(t, "sluice_common"))
+    assert not bad, bad
+
+
+def test_adapters_do_not_import_pipeline():
     found = {(m, t) for m, ts in _imports().items() if _within(m, "adapters")
-             for t in ts if _within(t, "pipeline") and t not in SHARED}
+             for t in ts if _within(t, "pipeline")}
     assert found - set(ADAPTER_DEBTS) == set(), sorted(found - set(ADAPTER_DEBTS))
     assert set(ADAPTER_DEBTS) - found == set(), f"gone: take off ADAPTER_DEBTS {sorted(set(ADAPTER_DEBTS) - found)}"
 

@@ -6,8 +6,8 @@ import textwrap
 
 import pytest
 
-from pipeline.errors import ConfigError
 from pipeline.mapping import load_mapping, load_mappings, parse_mapping, parse_mapping_text
+from sluice_common.errors import ConfigError
 
 pytestmark = pytest.mark.unit
 

@@ -9,8 +9,8 @@ import yaml
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from pipeline.errors import ConfigError
 from pipeline.mapping import Mapping, parse_mapping, parse_mapping_text
+from sluice_common.errors import ConfigError
 
 pytestmark = pytest.mark.unit
 

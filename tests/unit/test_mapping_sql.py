@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.errors import ConfigError
 from pipeline.mapping import ColumnRef, JoinKey, parse_mapping, parse_select
+from sluice_common.errors import ConfigError
 
 pytestmark = pytest.mark.unit
 

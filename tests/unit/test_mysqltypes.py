@@ -1,4 +1,4 @@
-"""The source vocabulary (pipeline/source/mysqltypes.py): type parsing, the binary and geometry
+"""The source vocabulary (sluice_common/mysqltypes.py): type parsing, the binary and geometry
 sets, FLOAT text and identifier quoting, and that capture, ETL, verify and every adapter read a
 type the same way."""
 
@@ -12,7 +12,7 @@ from adapters.es.values import column_kind
 from adapters.hbase.values import native_kind
 from adapters.rdb.values import source_kind
 from pipeline.ops.normalize import dml_text
-from pipeline.source.mysqltypes import (
+from sluice_common.mysqltypes import (
     BINARY_TYPES,
     GEOMETRY_TYPES,
     MysqlType,

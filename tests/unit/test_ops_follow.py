@@ -218,9 +218,9 @@ def test_a_run_refused_as_locked_is_not_the_groups_last_run(env):
     writes no metrics over the follower's."""
     import json
 
-    from pipeline.errors import LockHeldError
     from pipeline.ops.run import run_once
     from pipeline.ops.status import deployment_status
+    from sluice_common.errors import LockHeldError
 
     cfg, store, tmp = env
     clock = Clock()

@@ -8,9 +8,9 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from pipeline.config import parse_config
-from pipeline.errors import ConfigError
 from pipeline.job.accumulators import CountsParam, merge, partition_counts
 from pipeline.ops.metrics import prometheus_text, write_metrics
+from sluice_common.errors import ConfigError
 
 REC = {
     "run": "r1", "source": "shop", "status": "ok", "exit": 0, "seconds": 12.5, "finished": "2026-05-09T07:35:25+00:00",

@@ -10,13 +10,13 @@ import pytest
 from structlog.testing import capture_logs
 
 from pipeline.config import parse_config
-from pipeline.errors import ConfigError, LockHeldError, SourceError, TargetMismatchError
 from pipeline.job.driver import ApplyFailed
 from pipeline.ops.report import render, svg_chart
 from pipeline.ops.run import EXIT_FAILED, EXIT_INVALID, EXIT_LOCKED, EXIT_NOTHING, EXIT_OK, run_once
 from pipeline.ops.runlog import RunLog
 from pipeline.ops.status import binlog_behind, deployment_status, group_status, last_event_ms
 from pipeline.store import BatchStore
+from sluice_common.errors import ConfigError, LockHeldError, SourceError, TargetMismatchError
 
 
 @dataclass

@@ -9,8 +9,8 @@ import pyarrow as pa
 import pytest
 
 from adapters.base import Change
-from pipeline.errors import SluiceError
 from pipeline.job.feed import Decoded, Feed, Pipe, changes, check_order
+from sluice_common.errors import SluiceError
 
 
 def batch(rows: list[dict]) -> pa.RecordBatch:

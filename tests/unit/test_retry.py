@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.errors import TargetError, TransientError
 from pipeline.retry import doubling, first_line, retrying
+from sluice_common.errors import TargetError, TransientError
 
 
 class Flaky:

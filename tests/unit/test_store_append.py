@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.errors import StoreError
 from pipeline.store import BatchMeta, BatchStore
+from sluice_common.errors import StoreError
 from tests.support.prereq import missing
 
 

@@ -16,8 +16,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pipeline.errors import CorruptBatchError, SluiceError, StoreError
 from pipeline.store import BatchStore
+from sluice_common.errors import CorruptBatchError, SluiceError, StoreError
 
 pytestmark = pytest.mark.unit
 REPO = Path(__file__).resolve().parents[2]

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.errors import OutOfOrderAckError, StoreError
 from pipeline.store import BatchStore
+from sluice_common.errors import OutOfOrderAckError, StoreError
 
 
 def make_store(root: Path, n: int) -> BatchStore:

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.errors import LockHeldError, StoreError
 from pipeline.store import BatchStore
+from sluice_common.errors import LockHeldError, StoreError
 
 REPO = Path(__file__).resolve().parents[2]
 

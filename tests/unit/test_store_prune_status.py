@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.errors import StoreError
 from pipeline.store import BatchStore
+from sluice_common.errors import StoreError
 
 
 def make_store(root: Path, n: int) -> BatchStore:

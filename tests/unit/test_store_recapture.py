@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pipeline.errors import StoreError
 from pipeline.store import BatchStore
+from sluice_common.errors import StoreError
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.errors import CorruptBatchError, StoreError
 from pipeline.store import BatchStore
+from sluice_common.errors import CorruptBatchError, StoreError
 
 
 @pytest.fixture

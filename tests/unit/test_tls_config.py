@@ -16,7 +16,7 @@ from adapters.opensearch.factory import target_from_adapter as os_target
 from adapters.rdb import RdbTarget
 from adapters.rdb.dialects import connect_args
 from pipeline.config import parse_config
-from pipeline.errors import ConfigError
+from sluice_common.errors import ConfigError
 
 pytestmark = pytest.mark.unit
 F, K = "sluice.yml", "groups[0].outerAdapters[0]"

@@ -17,8 +17,8 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
-from pipeline.errors import StoreError
 from pipeline.store.meta import BatchMeta
+from sluice_common.errors import StoreError
 
 from .client import Topics, consumer, fail, list_offsets, partitions_of
 

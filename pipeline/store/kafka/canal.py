@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipeline.errors import ConfigError, StoreError
 from pipeline.store.changelog import StoreCapabilities
+from sluice_common.errors import ConfigError, StoreError
 
 from .batches import KafkaBatch
 from .client import committed, list_offsets, partitions_of

@@ -20,8 +20,8 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 from pipeline.config import Config, KafkaStoreConfig
-from pipeline.errors import StoreError, TransientError
 from pipeline.retry import doubling, retrying
+from sluice_common.errors import StoreError, TransientError
 
 TIMEOUT = 30.0
 

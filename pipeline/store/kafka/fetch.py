@@ -7,7 +7,7 @@ from typing import Any
 
 from confluent_kafka import KafkaException, TopicPartition
 
-from pipeline.errors import StoreError
+from sluice_common.errors import StoreError
 
 from .client import Topics, consumer, fail
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pipeline.errors import ConfigError
+from sluice_common.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[3]
 

@@ -26,11 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.config import Config
-from pipeline.errors import OutOfOrderAckError, StoreError
 from pipeline.store.changelog import StoreCapabilities
 from pipeline.store.fsutil import not_writable
 from pipeline.store.locks import HeldLock, acquire
 from pipeline.store.meta import validate_group, validate_position
+from sluice_common.errors import OutOfOrderAckError, StoreError
 
 from . import batches as records
 from .batches import KafkaBatch, to_batch

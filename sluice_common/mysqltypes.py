@@ -4,6 +4,9 @@
   ``information_schema.COLUMNS.COLUMN_TYPE`` spells it) -> its base name, the text between its
   parentheses and whether it is unsigned: ``"decimal(10,2) unsigned"`` -> ``decimal``, ``10,2``,
   unsigned; ``"enum('a','b')"`` -> ``enum``, ``'a','b'``.
+* :data:`INTEGER_TYPES` (with :data:`INTEGER_BYTES`, their storage sizes), :data:`FLOAT_TYPES`,
+  :data:`DECIMAL_TYPES`: the numeric type names, each list once (``year``, ``bit`` and ``bool``
+  are not in them: a caller that treats them as integers says so).
 * :data:`BINARY_TYPES`, :data:`GEOMETRY_TYPES`: the binary string and spatial type names (a
   binary string's capture text is ISO-8859-1, one character per byte; a geometry's is the upper-case
   hex of MySQL's internal value).
@@ -11,8 +14,9 @@
   the same float32), used by capture, the full load, the HBase read-back and ``verify``.
 * :func:`quote_ident`: a backquoted identifier (`` ` `` doubled).
 
-Capture, the full load (``pipeline/etl``), ``verify`` and every adapter's ``values.py`` use these,
-so a new type or a changed rule has one home.
+Capture, the full load (``pipeline/etl``), ``verify``, ``repair`` and every adapter's ``values.py``
+use these, so a new type or a changed rule has one home. It lives in :mod:`sluice_common`, below
+both ``pipeline`` and ``adapters``.
 """
 
 from __future__ import annotations
@@ -21,12 +25,20 @@ import re
 import struct
 from dataclasses import dataclass
 from functools import lru_cache
+from types import MappingProxyType
 
 #: binary strings: capture text is ISO-8859-1 (one character per byte)
 BINARY_TYPES = frozenset({"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob"})
 #: spatial types (``geomcollection``: MySQL 8's DATA_TYPE of GEOMETRYCOLLECTION)
 GEOMETRY_TYPES = frozenset({"geometry", "point", "linestring", "polygon", "multipoint", "multilinestring",
                             "multipolygon", "geometrycollection", "geomcollection"})
+#: integer types -> their storage size in bytes (``integer``: INT's synonym in a declared type;
+#: information_schema's DATA_TYPE and the binlog say ``int``)
+INTEGER_BYTES = MappingProxyType({"tinyint": 1, "smallint": 2, "mediumint": 3, "int": 4, "integer": 4, "bigint": 8})
+#: integer types (and their synonyms)
+INTEGER_TYPES = frozenset(INTEGER_BYTES)
+#: approximate numeric types (``real``: DOUBLE, unless the REAL_AS_FLOAT SQL mode)
+FLOAT_TYPES = frozenset({"float", "double", "real"})
 #: exact numeric types (and their synonyms)
 DECIMAL_TYPES = frozenset({"decimal", "numeric", "dec", "fixed"})
 

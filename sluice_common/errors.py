@@ -2,7 +2,7 @@
 
 ``SluiceError`` carries one actionable message (what is wrong, where, what to do) and an
 exit code; the CLI prints the message, never a traceback, and never a password.
-Each class carries its exit code from :mod:`pipeline.exitcodes` (the table in
+Each class carries its exit code from :mod:`sluice_common.exitcodes` (the table in
 docs/operations.md): what the files or the command line say wrong is 2, a lock held by
 another process 3, anything that failed while working 1.
 ``TransientError`` may be retried with backoff; everything else is terminal. A
@@ -13,7 +13,7 @@ connection, auth and schema problems never do.
 
 from __future__ import annotations
 
-from pipeline import exitcodes
+from sluice_common import exitcodes
 
 
 class SluiceError(Exception):

@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic_core import core_schema
 
-from pipeline.errors import ConfigError
+from sluice_common.errors import ConfigError
 
 
 class Secret:

@@ -1,0 +1,15 @@
+"""What ``pipeline`` and ``adapters`` both use, below both: imports run one way (issue #41).
+
+* :mod:`sluice_common.errors`: the error taxonomy (``SluiceError`` and its kinds, each with a
+  ``fix:`` hint and an exit code); each adapter's ``errors.py`` translates its driver's
+  exceptions into these.
+* :mod:`sluice_common.exitcodes`: the exit code of every ``sluice`` command (docs/operations.md).
+* :mod:`sluice_common.logs`: structured logging and the redaction of secrets in log lines.
+* :mod:`sluice_common.secrets`: :class:`~sluice_common.secrets.Secret` (a password that never
+  prints) and where a password may come from.
+* :mod:`sluice_common.mysqltypes`: the MySQL/MariaDB type vocabulary (type parsing, the integer,
+  float, decimal, binary and spatial type names, the FLOAT text rule, identifier quoting).
+
+This package imports nothing from ``pipeline`` or ``adapters``
+(``tests/unit/test_import_direction.py``). The adapter contract stays ``adapters/base.py``.
+"""
