@@ -10,11 +10,13 @@ import typer
 
 from pipeline.cli import app
 from pipeline.config import load_config
+from pipeline.ops import stopping
 from sluice_common.errors import UsageError
 from sluice_common.exitcodes import NOTHING as EXIT_NOTHING
 
 
 def _sigterm(_signo, _frame) -> None:  # a clean stop: unacked batches are applied again next run
+    stopping.request()  # kept if the interrupt below is lost in a finalizer (pipeline/ops/stopping.py)
     raise KeyboardInterrupt
 
 

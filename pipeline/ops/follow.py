@@ -56,6 +56,7 @@ from sluice_common import exitcodes
 from sluice_common.errors import LockHeldError
 from sluice_common.logs import get_logger
 
+from . import stopping
 from .run import RunResult, _in_thread, _kinds, run_once
 from .runlog import new_run_id
 
@@ -219,6 +220,7 @@ class Follower:
         active: RunResult | None = None  # the newest round that did something (applied, failed, ...)
         try:
             while max_rounds is None or self.rounds < max_rounds:
+                _stop_if_requested(self.rounds)
                 t0 = self.clock()
                 last = self.round()
                 if last.record.get("status") != "nothing":
@@ -232,6 +234,7 @@ class Follower:
                 if max_rounds is not None and self.rounds >= max_rounds:
                     break
                 if not self.more_pending(last.record):
+                    _stop_if_requested(self.rounds)
                     self.sleep(max(0.0, self.interval - (self.clock() - t0)))
         except KeyboardInterrupt:  # between rounds: nothing is in flight
             log.info("stopped between rounds", rounds=self.rounds)
@@ -340,3 +343,10 @@ def run_follow(cfg: Config, *, groups: list[str] | None = None, spark_factory: C
     if spark_factory is not None:  # the JVM starts while the first round captures and checks
         follower.spark_factory, follower.retry_factory = _in_thread(spark_factory, 0, _kinds(cfg, ids)), spark_factory
     return follower.run(max_rounds)
+
+
+def _stop_if_requested(rounds: int) -> None:
+    """Between rounds: a SIGTERM whose interrupt was lost (pipeline/ops/stopping.py) stops the follower now."""
+    if stopping.requested():
+        log.warning("a stop was asked for and its interrupt lost mid-round; stopping between rounds", rounds=rounds)
+        raise KeyboardInterrupt

@@ -267,3 +267,28 @@ def test_a_jvm_killed_while_the_session_starts_ends_the_follower(env, monkeypatc
     r = f.run(max_rounds=5)
     assert r.exit_code == 1 and r.record["status"] == "failed" and f.rounds == 1
 
+
+
+def test_a_sigterm_whose_interrupt_was_lost_stops_the_follower_after_its_round(env):
+    """The chaos soak's SIGTERM once waited 90 s for a follower that went on round after round: the
+    handler's KeyboardInterrupt can be swallowed by CPython when it lands inside a finalizer
+    (``__del__``). The handler's stop request stays (pipeline/ops/stopping.py): the round in
+    progress ends as usual, then the follower stops with 130."""
+    from pipeline.ops import stopping
+
+    cfg, store, _ = env
+    clock = Clock()
+    f = _follower(cfg, store, clock, plan_rows={1: 1, 2: 1, 3: 1})
+    rounds = f.round
+
+    def round_whose_interrupt_is_lost():
+        out = rounds()
+        if f.rounds == 2:
+            stopping.request()  # the handler ran; its KeyboardInterrupt went nowhere
+        return out
+    f.round = round_whose_interrupt_is_lost
+    try:
+        r = f.run(max_rounds=10)
+    finally:
+        stopping.clear()
+    assert r.exit_code == 130 and r.record["status"] == "interrupted" and f.rounds == 2
