@@ -41,7 +41,7 @@ from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, Write
 from bench import capture_workloads as workloads  # noqa: E402
 from bench.common import command_line, record_row, services  # noqa: E402
 from pipeline.config import load_config  # noqa: E402
-from pipeline.store import BatchStore  # noqa: E402
+from pipeline.store.files import BatchStore  # noqa: E402
 from tests.support import sysbench  # noqa: E402
 from tests.support.capture_check import mark_start, write_config  # noqa: E402
 

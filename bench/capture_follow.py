@@ -32,7 +32,7 @@ sys.path.insert(0, str(REPO))
 from bench.common import command_line, record_row, services  # noqa: E402
 from pipeline.capture.server_check import connect, current_position  # noqa: E402
 from pipeline.config import load_config  # noqa: E402
-from pipeline.store import BatchStore  # noqa: E402
+from pipeline.store.files import BatchStore  # noqa: E402
 from tests.support import sysbench  # noqa: E402
 from tests.support.capture_check import mark_start, write_config  # noqa: E402
 

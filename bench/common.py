@@ -24,7 +24,8 @@ if str(REPO) not in sys.path:
 from pipeline.config import load_config  # noqa: E402
 from pipeline.job.driver import SyncSummary, run_sync  # noqa: E402
 from pipeline.job.session import get_spark, store_jars  # noqa: E402
-from pipeline.store import BatchStore, open_store  # noqa: E402
+from pipeline.store import open_store  # noqa: E402
+from pipeline.store.files import BatchStore  # noqa: E402
 
 GROUP = "g"
 

@@ -19,8 +19,8 @@ import time
 from typing import Any
 
 from pipeline.config import BatchLimits
-from pipeline.store import BatchStore
-from pipeline.store.waivers import ROLLED_BACK
+from pipeline.state.waivers import ROLLED_BACK
+from pipeline.store.files import BatchStore
 from sluice_common.errors import SourceError
 from sluice_common.logs import get_logger
 

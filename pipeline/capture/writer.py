@@ -16,7 +16,7 @@ import queue
 import threading
 from typing import Any
 
-from pipeline.store import BatchStore
+from pipeline.store.files import BatchStore
 
 _STOP = object()
 _KEEP_ALIVE = object()

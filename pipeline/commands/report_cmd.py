@@ -19,7 +19,7 @@ def report(
     """Render the recent runs (rows/s, lag, rows, errors) as one self-contained HTML page."""
     from pipeline.ops.metrics import write_atomic
     from pipeline.ops.report import render
-    from pipeline.ops.runlog import RunLog
+    from pipeline.state.runlog import RunLog
     from pipeline.store import open_store
 
     cfg = load_config(config)

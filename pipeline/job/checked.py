@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pipeline.store.fsutil import now_iso, write_atomic
+from pipeline.fsutil import now_iso, write_atomic
 from sluice_common.logs import get_logger
 
 log = get_logger("sync")

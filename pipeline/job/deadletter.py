@@ -13,8 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from adapters.base import Change
-from pipeline.store.deadletter import content_id, write_part
-from pipeline.store.fsutil import now_iso
+from pipeline.fsutil import now_iso
+from pipeline.state.deadletter import content_id, write_part
 
 BLOCKED = "not tried: an earlier change of this key is in the dead-letter store"
 

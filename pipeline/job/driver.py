@@ -36,9 +36,9 @@ from pipeline.job.rounds import RoundSizer, follower_error, follower_of, units
 from pipeline.job.schema import RESULT_SCHEMA
 from pipeline.job.session import codegen_for_round
 from pipeline.retry import doubling, first_line, retrying
+from pipeline.state.deadletter import DeadLetterStore
+from pipeline.state.waivers import waivers
 from pipeline.store import ChangeLog, open_store
-from pipeline.store.deadletter import DeadLetterStore
-from pipeline.store.waivers import waivers
 from sluice_common.errors import SluiceError, TransientError
 from sluice_common.logs import get_logger
 

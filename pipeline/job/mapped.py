@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pipeline.fsutil import now_iso, write_atomic
 from pipeline.mapping import DbMapping, EsMapping, HbaseMapping, Mapping
-from pipeline.store.fsutil import now_iso, write_atomic
 from sluice_common.logs import get_logger
 
 log = get_logger("sync")

@@ -15,7 +15,7 @@ Capture lists two kinds of records among a batch's barriers besides DDL (``pipel
 A refused change of a table the group maps stops the group at that record: the DML before it is
 applied, nothing from its batch on is acked, and the message names the position, the table, what
 is wrong and the ``sluice repair`` commands that bring the table back; after the repair (a waiver,
-:mod:`pipeline.store.waivers`) the group goes past it. Tables no mapping of the group covers never
+:mod:`pipeline.state.waivers`) the group goes past it. Tables no mapping of the group covers never
 stop it.
 """
 
@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline.store.waivers import ROLLED_BACK, covered
+from pipeline.state.waivers import ROLLED_BACK, covered
 from sluice_common.errors import SluiceError
 
 #: target kinds that apply a partial UPDATE/DELETE by key exactly (ES rebuilds whole documents)

@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.config import SparkConfig
-from pipeline.store import BatchMeta, LockInfo
-from pipeline.store.locks import held_by
+from pipeline.state.locks import LockInfo, held_by
+from pipeline.store import BatchMeta
 from sluice_common.errors import LockHeldError
 from sluice_common.logs import get_logger
 

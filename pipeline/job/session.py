@@ -92,7 +92,7 @@ def _plain_sigint() -> None:
 
 
 #: Spark loggers whose warnings say nothing about a sync: reading one batch file whose path has an
-#: escaped glob character (a store in a folder named ``[x]``: pipeline/store/fsutil.py), Spark looks
+#: escaped glob character (a store in a folder named ``[x]``: pipeline/fsutil.py), Spark looks
 #: for a streaming sink's metadata under the escaped name and logs 90 lines of "does not exist"
 QUIET_LOGGERS = ("org.apache.spark.sql.execution.streaming.sinks.FileStreamSink",
                  "org.apache.spark.sql.execution.streaming.FileStreamSink")

@@ -19,8 +19,8 @@ from pipeline.config import Config
 from pipeline.job.deadletter import change_of
 from pipeline.job.group import GroupPlan, load_group
 from pipeline.retry import doubling, retrying
+from pipeline.state.deadletter import DeadLetterStore
 from pipeline.store import ChangeLog, open_store
-from pipeline.store.deadletter import DeadLetterStore
 from sluice_common.errors import TransientError, is_row_error
 from sluice_common.logs import get_logger
 

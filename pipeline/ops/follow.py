@@ -50,15 +50,15 @@ from tenacity import wait_fixed
 from pipeline.config import Config
 from pipeline.job.rounds import follow_lock_path
 from pipeline.retry import retrying
+from pipeline.state.locks import acquire, read_holder
+from pipeline.state.runlog import new_run_id
 from pipeline.store import ChangeLog, open_store
-from pipeline.store.locks import acquire, read_holder
 from sluice_common import exitcodes
 from sluice_common.errors import LockHeldError
 from sluice_common.logs import get_logger
 
 from . import stopping
 from .run import RunResult, _in_thread, _kinds, run_once
-from .runlog import new_run_id
 
 log = get_logger("follow")
 

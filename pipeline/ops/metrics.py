@@ -18,8 +18,8 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Gauge, generate_latest
 
 from pipeline.config import Config
+from pipeline.state.runlog import RunLog
 
-from .runlog import RunLog
 from .status import iso_ts
 
 KINDS = ("inserted", "updated", "deleted", "skipped", "dead_lettered", "missed")

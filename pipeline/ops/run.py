@@ -13,7 +13,7 @@ One call = one scheduled run (cron, Airflow). Problems come out as early as they
 
 It never stops half-way on an error: a failed capture still lets the groups apply what is
 already stored, a failed group does not stop the others. Every outcome, errors included, is
-appended to the run log (:mod:`pipeline.ops.runlog`) and written as metrics
+appended to the run log (:mod:`pipeline.state.runlog`) and written as metrics
 (:mod:`pipeline.ops.metrics`).
 
 Exit codes (docs/operations.md, :mod:`sluice_common.exitcodes`): 0 work done, 1 a stage failed,
@@ -33,14 +33,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipeline.config import Config
+from pipeline.fsutil import not_writable
 from pipeline.job.rounds import follower_error, follower_of
+from pipeline.state.runlog import RunLog, new_run_id
 from pipeline.store import ChangeLog, open_store
-from pipeline.store.fsutil import not_writable
 from sluice_common import exitcodes
 from sluice_common.errors import LockHeldError, SluiceError
 from sluice_common.logs import get_logger
 
-from .runlog import RunLog, new_run_id
 from .status import _iso, capture_lag, group_status
 
 log = get_logger("run")

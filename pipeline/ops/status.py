@@ -26,10 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.config import Config
+from pipeline.state.runlog import RunLog
 from pipeline.store import BatchMeta, ChangeLog, open_store
 from sluice_common.errors import SluiceError
-
-from .runlog import RunLog
 
 #: how many empty batches (position progress only) are skipped looking for the newest event
 EVENT_SCAN_BATCHES = 200

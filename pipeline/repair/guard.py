@@ -116,7 +116,7 @@ class ChunkGuard:
 
     def take(self) -> None:
         """The group's apply lock, unless this task holds it (its lease is not over)."""
-        from pipeline.store.locks import acquire
+        from pipeline.state.locks import acquire
 
         if self.lock_path is not None and self._lock is None:
             t0 = time.monotonic()

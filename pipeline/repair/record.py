@@ -6,7 +6,7 @@ one group's targets equal to the source as of reads that all happen after the po
 before its first chunk, so a statement at or before that position is covered *for that group*.
 Only when every group whose mappings cover the table has repaired it (with every such mapping)
 is the change covered for all of them: then the repair adds a waiver for the table up to the
-oldest of those positions (:func:`pipeline.store.waivers.add_waiver`), and the groups go on past
+oldest of those positions (:func:`pipeline.state.waivers.add_waiver`), and the groups go on past
 the change. Repairing only some of the groups waives nothing.
 """
 
@@ -18,8 +18,8 @@ from typing import Any
 
 from pipeline.capture.position import binlog_key
 from pipeline.config import Config
-from pipeline.store.fsutil import now_iso, write_atomic
-from pipeline.store.waivers import add_waiver
+from pipeline.fsutil import now_iso, write_atomic
+from pipeline.state.waivers import add_waiver
 from sluice_common.errors import SluiceError
 from sluice_common.logs import get_logger
 

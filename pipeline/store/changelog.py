@@ -1,7 +1,7 @@
 """The change log's one interface, and the factory that opens the configured one.
 
 Capture, the job driver and the operations commands use a change log through :class:`ChangeLog`;
-two implementations exist: :class:`~pipeline.store.batchstore.BatchStore` (``store.kind:
+two implementations exist: :class:`~pipeline.store.files.batchstore.BatchStore` (``store.kind:
 files``, the embedded default: batch files on a local or shared file system) and
 :class:`~pipeline.store.kafka.store.KafkaStore` (``store.kind: kafka``: Kafka topics, canal's MQ
 mode; :class:`~pipeline.store.kafka.canal.CanalTopicStore` when canal-server writes them).
@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from pipeline.config import Config
+from sluice_common.errors import OutOfOrderAckError
 
 from .meta import BatchMeta
 
@@ -79,6 +80,20 @@ class ChangeLog(Protocol):
     def rollback(self, group: str) -> None: ...
 
 
+def out_of_order_error(group: str, batch_id: int, cursor: int) -> OutOfOrderAckError:
+    """The error for an ack that is not exactly cursor + 1."""
+    if batch_id <= cursor:
+        what = f"batch {batch_id} is already acked (the group's cursor is {cursor})"
+    else:
+        what = (f"batches {cursor + 1}..{batch_id - 1} are not acked yet (the group's cursor is "
+                f"{cursor}); the next ack must be batch {cursor + 1}")
+    return OutOfOrderAckError(
+        f"out-of-order ack of batch {batch_id} for group {group!r}: {what}",
+        hint="ack batches one by one in the order get() returned them, each only after all of its "
+        "changes have committed; after a failure call rollback() and get() again",
+    )
+
+
 def open_store(cfg: Config, *, create: bool = True) -> ChangeLog:
     """The change log ``cfg.store`` describes (``create``: a missing file store is made)."""
     if cfg.store.kind == "kafka":
@@ -90,6 +105,6 @@ def open_store(cfg: Config, *, create: bool = True) -> ChangeLog:
         from .kafka.store import KafkaStore
 
         return KafkaStore(cfg, create=create)
-    from .batchstore import BatchStore
+    from .files.batchstore import BatchStore
 
     return BatchStore(cfg.store_dir(), create=create)

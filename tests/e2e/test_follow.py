@@ -27,8 +27,8 @@ from pathlib import Path
 import pymysql
 import pytest
 
-from pipeline.ops.runlog import RunLog
-from pipeline.store import BatchStore
+from pipeline.state.runlog import RunLog
+from pipeline.store.files import BatchStore
 from tests.support import sysbench
 from tests.support.deploy import rdb_adapter, sluice, write_deployment
 from tests.support.faults import Background, pause_env

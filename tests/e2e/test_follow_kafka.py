@@ -16,7 +16,7 @@ import time
 import pytest
 
 from pipeline.config import load_config
-from pipeline.ops.runlog import RunLog
+from pipeline.state.runlog import RunLog
 from tests.support import sysbench
 from tests.support.compare import diff_databases
 from tests.support.deploy import mirror_deployment, sluice

@@ -17,8 +17,8 @@ import uuid
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from pipeline.ops.runlog import RunLog
-from pipeline.store import BatchStore
+from pipeline.state.runlog import RunLog
+from pipeline.store.files import BatchStore
 from tests.support import sysbench
 from tests.support.deploy import rdb_adapter, sluice, spark_submit, write_deployment
 

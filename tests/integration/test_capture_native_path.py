@@ -17,7 +17,7 @@ from pathlib import Path
 
 from pipeline.capture import native, run_capture
 from pipeline.config import load_config
-from pipeline.store import BatchStore
+from pipeline.store.files import BatchStore
 from tests.integration.test_capture_types import DDL, ROWS
 from tests.support import source_faults as sf
 from tests.support import sysbench

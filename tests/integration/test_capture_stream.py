@@ -16,7 +16,7 @@ from pipeline.capture.items import Rows
 from pipeline.capture.position import Position
 from pipeline.capture.reader import BinlogReader, ReaderOptions
 from pipeline.config import load_config
-from pipeline.store import BatchStore
+from pipeline.store.files import BatchStore
 from sluice_common.errors import CorruptBatchError, PositionError
 from tests.support import sysbench
 from tests.support.capture_check import all_records, check_order_and_gtids, mark_start, replay, write_config

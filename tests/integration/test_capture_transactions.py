@@ -17,7 +17,7 @@ import pytest
 
 from pipeline.capture import run_capture
 from pipeline.config import load_config
-from pipeline.store import BatchStore
+from pipeline.store.files import BatchStore
 from tests.support import sysbench
 from tests.support.capture_check import all_records, mark_start, replay, write_config
 

@@ -16,7 +16,7 @@ from pipeline.etl.bootstrap import run_bootstrap
 from pipeline.etl.driver import run_etl
 from pipeline.job.group import load_group
 from pipeline.job.session import get_spark
-from pipeline.store import BatchStore
+from pipeline.store.files import BatchStore
 from sluice_common.errors import StoreError
 from tests.support import sysbench
 

@@ -12,7 +12,7 @@ import pymysql
 import pytest
 import yaml
 
-from pipeline.store import BatchStore
+from pipeline.store.files import BatchStore
 from sluice_common import exitcodes
 from tests.support.cli import cli, one_message
 from tests.support.deploy import rdb_adapter, write_deployment

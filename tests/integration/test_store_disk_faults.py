@@ -26,8 +26,8 @@ from pathlib import Path
 import pytest
 
 from pipeline.config import load_config
-from pipeline.store import BatchStore
-from pipeline.store.fsutil import is_temp_name
+from pipeline.fsutil import is_temp_name
+from pipeline.store.files import BatchStore
 from sluice_common.errors import StoreError
 from tests.support import sysbench
 from tests.support.capture_check import all_records, mark_start, replay, source_rows, write_config

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from pipeline.store import BatchStore
+from pipeline.store.files import BatchStore
 
 Table = dict[tuple, dict[str, Any]]
 

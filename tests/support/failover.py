@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 
 from pipeline.config import load_config
-from pipeline.store import BatchStore
+from pipeline.store.files import BatchStore
 from tests.support import sysbench, workloads
 from tests.support.capture_check import mark_start
 from tests.support.compare import diff_databases

@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from pipeline.store import BatchStore
+from pipeline.store.files import BatchStore
 from tests.support import sysbench
 from tests.support.deploy import REPO, rdb_adapter, sluice, write_deployment
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from pipeline.capture import run_capture
 from pipeline.config import load_config
-from pipeline.store import BatchStore
+from pipeline.store.files import BatchStore
 from tests.support import sysbench
 from tests.support.capture_check import all_records
 

@@ -62,7 +62,7 @@ def test_each_declared_capability_is_there_to_use(kind):
 
 
 def test_every_change_log_declares_its_capabilities():
-    from pipeline.store.batchstore import BatchStore
+    from pipeline.store.files.batchstore import BatchStore
     from pipeline.store.kafka.canal import CanalTopicStore
     from pipeline.store.kafka.store import KafkaStore
 

@@ -10,7 +10,7 @@ from pipeline.capture.items import Begin, Commit, Rows, Statement, Tick
 from pipeline.capture.position import Position
 from pipeline.capture.rowcodec import TableCodec
 from pipeline.config import BatchLimits
-from pipeline.store import BatchStore
+from pipeline.store.files import BatchStore
 
 CODEC = TableCodec.build("db", "t", [ColumnSpec("id", T.LONG, is_pk=True)], [0])
 START = Position("bin.000001", 4, "0-1-0", 1)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from pipeline.capture.writer import AsyncAppender
-from pipeline.store import BatchStore
+from pipeline.store.files import BatchStore
 from sluice_common.errors import StoreError
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pipeline.store import BatchStore
+from pipeline.store.files import BatchStore
 from sluice_common import exitcodes
 from tests.support.cli import NOBODY, cli, one_message
 from tests.support.prereq import missing

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from pipeline.store.deadletter import COMMITTED, DeadLetterStore, content_id, write_part
+from pipeline.state.deadletter import COMMITTED, DeadLetterStore, content_id, write_part
 
 
 def _entry(key: str, batch: int, seq: int, row: int = 0, kind: str = "INSERT", mapping: str = "m.yml",

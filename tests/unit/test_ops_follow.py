@@ -11,9 +11,9 @@ from pipeline.config import parse_config
 from pipeline.job.driver import ApplyFailed
 from pipeline.ops.follow import MAX_BACKOFF, Follower, mapping_files
 from pipeline.ops.metrics import prometheus_text
-from pipeline.ops.runlog import RunLog
 from pipeline.ops.status import group_status
-from pipeline.store import BatchStore
+from pipeline.state.runlog import RunLog
+from pipeline.store.files import BatchStore
 from tests.unit.test_ops_run_plan import Cap, FakeSync, _append
 
 

@@ -13,9 +13,9 @@ from pipeline.config import parse_config
 from pipeline.job.driver import ApplyFailed
 from pipeline.ops.report import render, svg_chart
 from pipeline.ops.run import EXIT_FAILED, EXIT_INVALID, EXIT_LOCKED, EXIT_NOTHING, EXIT_OK, run_once
-from pipeline.ops.runlog import RunLog
 from pipeline.ops.status import binlog_behind, deployment_status, group_status, last_event_ms
-from pipeline.store import BatchStore
+from pipeline.state.runlog import RunLog
+from pipeline.store.files import BatchStore
 from sluice_common.errors import ConfigError, LockHeldError, SourceError, TargetMismatchError
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 
-from pipeline.ops.runlog import RunLog, new_run_id
+from pipeline.state.runlog import RunLog, new_run_id
 
 
 def test_append_and_read_back(tmp_path):

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.repair.guard import LEASE, MAX_LEASE, ChunkGuard, lease_for
-from pipeline.store.locks import acquire
+from pipeline.state.locks import acquire
 
 pytestmark = pytest.mark.unit
 

@@ -9,8 +9,8 @@ import yaml
 
 from pipeline.config import load_config
 from pipeline.repair import record
+from pipeline.state.waivers import waivers
 from pipeline.store import open_store
-from pipeline.store.waivers import waivers
 
 
 @pytest.fixture

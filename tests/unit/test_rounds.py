@@ -15,7 +15,8 @@ from pipeline.job import rounds
 from pipeline.job.rounds import DDL_UNITS, RoundSizer, follow_lock_path, follower_of, units
 from pipeline.ops.follow import Follower
 from pipeline.ops.run import run_once
-from pipeline.store import BatchMeta, BatchStore
+from pipeline.store import BatchMeta
+from pipeline.store.files import BatchStore
 from sluice_common.errors import LockHeldError
 from tests.unit.test_ops_run_plan import Cap, FakeSync, _append
 

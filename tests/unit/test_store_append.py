@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.store import BatchMeta, BatchStore
+from pipeline.store import BatchMeta
+from pipeline.store.files import BatchStore
 from sluice_common.errors import StoreError
 from tests.support.prereq import missing
 

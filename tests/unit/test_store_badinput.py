@@ -16,7 +16,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pipeline.store import BatchStore
+from pipeline.store.files import BatchStore
 from sluice_common.errors import CorruptBatchError, SluiceError, StoreError
 
 pytestmark = pytest.mark.unit

@@ -11,7 +11,7 @@ import textwrap
 import time
 from pathlib import Path
 
-from pipeline.store import BatchStore
+from pipeline.store.files import BatchStore
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parents[2]
 # loop acks batches for a group, so cursor files are also written while being killed.
 WRITER = textwrap.dedent("""
     import random, sys
-    from pipeline.store import BatchStore
+    from pipeline.store.files import BatchStore
     store = BatchStore(sys.argv[1])
     rng = random.Random(int(sys.argv[2]))
     with store.capture_lock():

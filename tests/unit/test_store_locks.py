@@ -16,14 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.store import BatchStore
+from pipeline.store.files import BatchStore
 from sluice_common.errors import LockHeldError, StoreError
 
 REPO = Path(__file__).resolve().parents[2]
 
 HOLDER = textwrap.dedent("""
     import os, sys, time
-    from pipeline.store import BatchStore
+    from pipeline.store.files import BatchStore
     root, kind, mode = sys.argv[1], sys.argv[2], sys.argv[3]
     store = BatchStore(root)
     lock = store.capture_lock() if kind == "capture" else store.apply_lock(kind)
@@ -168,7 +168,7 @@ def test_lock_released_when_the_body_raises(tmp_path: Path) -> None:
 BRIEF = textwrap.dedent("""
     import sys, time
     from pathlib import Path
-    from pipeline.store.locks import acquire
+    from pipeline.state.locks import acquire
     path, hold, rounds = Path(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
     print("ready", flush=True)
     for _ in range(rounds):  # as sluice repair: the lock for one chunk at a time, again and again
@@ -204,7 +204,7 @@ def test_a_brief_holder_is_waited_for_and_lets_a_waiting_job_go_first(tmp_path: 
     proc.kill()
     proc.wait()
     with store.apply_lock("g1"):              # a normal holder: a brief acquirer waits for it
-        from pipeline.store.locks import acquire
+        from pipeline.state.locks import acquire
 
         t0 = time.monotonic()
         with pytest.raises(LockHeldError):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.store import BatchStore
+from pipeline.store.files import BatchStore
 from sluice_common.errors import StoreError
 
 

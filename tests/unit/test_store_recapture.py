@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pipeline.store import BatchStore
+from pipeline.store.files import BatchStore
 from sluice_common.errors import StoreError
 
 REPO = Path(__file__).resolve().parents[2]

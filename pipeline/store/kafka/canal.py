@@ -131,7 +131,7 @@ class CanalTopicStore(KafkaStore):
                               hint="let canal write one partition (no canal.mq.partitionsNum), or capture with Sluice")
 
     def status(self) -> dict[str, Any]:
-        from pipeline.store.admin import lock_holders
+        from pipeline.state.locks import lock_holders
 
         groups = {}
         for g in self.groups():
@@ -142,4 +142,5 @@ class CanalTopicStore(KafkaStore):
                          "partitions": {f"{t}/{p}": end[(t, p)] - start[(t, p)] for t, p in start}}
         return {"root": str(self.root), "kind": "kafka", "writtenBy": "canal", "batches": 0, "first_batch": None,
                 "last_batch": None, "bytes": 0, "rows": 0, "last_position": None, "groups": groups,
-                "locks": lock_holders(self), "kafka": {"bootstrap": self.topics.bootstrap, "topic": self.topics.topic}}
+                "locks": lock_holders(self.lock_dir),
+                "kafka": {"bootstrap": self.topics.bootstrap, "topic": self.topics.topic}}

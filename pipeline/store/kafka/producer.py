@@ -20,8 +20,8 @@ from typing import Any
 
 from confluent_kafka import KafkaException
 
+from pipeline.fsutil import now_iso
 from pipeline.retry import doubling, retrying
-from pipeline.store.fsutil import now_iso
 from sluice_common.logs import get_logger
 
 from . import batches as batch_records

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pipeline.store.admin import lock_holders
+from pipeline.state.locks import lock_holders
 
 from .client import committed, list_offsets
 
@@ -31,7 +31,7 @@ def kafka_status(store: KafkaStore) -> dict[str, Any]:
         "root": str(store.root), "kind": "kafka", "batches": len(metas),
         "first_batch": metas[0].batch_id if metas else None, "last_batch": metas[-1].batch_id if metas else None,
         "bytes": sum(m.size for m in metas), "rows": sum(m.rows for m in metas),
-        "last_position": store.last_position(), "groups": groups, "locks": lock_holders(store),
+        "last_position": store.last_position(), "groups": groups, "locks": lock_holders(store.lock_dir),
         "kafka": {"bootstrap": store.topics.bootstrap, "topic": store.topics.topic,
                   "batch_topic": store.topics.batch_topic,
                   "end_offsets": {f"{t}/{p}": o for (t, p), o in latest.items()}},

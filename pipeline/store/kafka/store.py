@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.config import Config
-from pipeline.store.changelog import StoreCapabilities
-from pipeline.store.fsutil import not_writable
-from pipeline.store.locks import HeldLock, acquire
+from pipeline.fsutil import not_writable
+from pipeline.state.locks import HeldLock, acquire
+from pipeline.store.changelog import StoreCapabilities, out_of_order_error
 from pipeline.store.meta import validate_group, validate_position
 from sluice_common.errors import OutOfOrderAckError, StoreError
 
@@ -428,8 +428,6 @@ class KafkaStore:
         cursor = self.cursor(group)
         for expected, batch_id in enumerate(batch_ids, start=cursor + 1):
             if batch_id != expected:
-                from pipeline.store.admin import out_of_order_error
-
                 raise out_of_order_error(group, batch_id, expected - 1)
         if not batch_ids:
             return

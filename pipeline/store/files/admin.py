@@ -1,20 +1,19 @@
 """Batch store maintenance: crash recovery, prune, status, and the consumer-side errors.
 
-Kept apart from :mod:`pipeline.store.batchstore` so that the main class stays about the
+Kept apart from :mod:`pipeline.store.files.batchstore` so that the main class stays about the
 protocol; every function here takes the store as its first argument.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 from typing import TYPE_CHECKING, Any
 
-from sluice_common.errors import OutOfOrderAckError, StoreError
+from pipeline.fsutil import fsync_dir, remove_stray_temps
+from pipeline.state.locks import lock_holders
+from sluice_common.errors import StoreError
 
-from .fsutil import fsync_dir, remove_stray_temps
-from .locks import pid_exists, read_holder
-from .meta import BatchMeta, data_name, meta_name, validate_group
+from ..meta import BatchMeta, data_name, meta_name, validate_group
 
 if TYPE_CHECKING:
     from .batchstore import BatchStore
@@ -46,20 +45,6 @@ def recover(store: BatchStore) -> list[str]:
 def remove_group_temps(store: BatchStore, group: str) -> list[str]:
     """Remove stray temp files of ``group``'s cursor file (run under its apply lock)."""
     return [str(p) for p in remove_stray_temps(store.group_dir, {f"{group}.json"})]
-
-
-def out_of_order_error(group: str, batch_id: int, cursor: int) -> OutOfOrderAckError:
-    """The error for an ack that is not exactly cursor + 1."""
-    if batch_id <= cursor:
-        what = f"batch {batch_id} is already acked (the group's cursor is {cursor})"
-    else:
-        what = (f"batches {cursor + 1}..{batch_id - 1} are not acked yet (the group's cursor is "
-                f"{cursor}); the next ack must be batch {cursor + 1}")
-    return OutOfOrderAckError(
-        f"out-of-order ack of batch {batch_id} for group {group!r}: {what}",
-        hint="ack batches one by one in the order get() returned them, each only after all of its "
-        "changes have committed; after a failure call rollback() and get() again",
-    )
 
 
 def missing_batch_error(store: BatchStore, group: str, cursor: int, expected: int, found: int) -> StoreError:
@@ -165,29 +150,6 @@ def drop_from(store: BatchStore, first: int) -> dict[str, Any]:
     return pos
 
 
-def lock_holders(store: BatchStore) -> dict[str, Any]:
-    """Who holds the store's locks (capture, each group's apply, a follower's), for ``status`` (files and Kafka)."""
-    holders: dict[str, Any] = {}
-    try:
-        names = sorted(os.listdir(store.lock_dir))
-    except FileNotFoundError:
-        return holders
-    for name in names:
-        if not name.endswith(".lock"):
-            continue
-        info = read_holder(store.lock_dir / name)
-        if info is None:
-            continue
-        key = name[: -len(".lock")]
-        for kind in ("apply", "follow"):  # a group's apply lock; a follower's claim on the group
-            if key.startswith(kind + "."):
-                key = f"{kind}:{key[len(kind) + 1:]}"
-        entry = info.to_dict()
-        entry["alive"] = pid_exists(info.pid) if info.on_this_host() else None
-        holders[key] = entry
-    return holders
-
-
 def status(store: BatchStore) -> dict[str, Any]:
     """Batch count, first/last batchId, last position, per-group progress, lock holders.
 
@@ -213,5 +175,5 @@ def status(store: BatchStore) -> dict[str, Any]:
         "rows": sum(m.rows for m in metas),
         "last_position": store.last_position(),
         "groups": groups,
-        "locks": lock_holders(store),
+        "locks": lock_holders(store.lock_dir),
     }

@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from pipeline.store.fsutil import not_writable
+from pipeline.fsutil import not_writable
 
 RUNS_FILE = "runs.jsonl"
 LOCK_FILE = "runs.lock"

@@ -26,7 +26,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from pipeline.store.fsutil import fsync_dir, is_temp_name, now_iso, write_atomic
+from pipeline.fsutil import fsync_dir, is_temp_name, now_iso, write_atomic
 
 COMMITTED = "COMMITTED.json"
 REPLAYS = "replays"

@@ -20,14 +20,14 @@ from pathlib import Path
 from typing import Any
 
 from pipeline import __version__
+from pipeline.fsutil import not_writable, now_iso, publish, spark_file_path, write_atomic, write_temp
+from pipeline.state.locks import HeldLock, acquire
 from sluice_common.errors import OutOfOrderAckError, StoreError
 
+from ..changelog import StoreCapabilities, out_of_order_error
+from ..meta import DATA_RE, META_RE, BatchMeta, data_name, meta_name, validate_group, validate_position
 from . import admin
-from .changelog import StoreCapabilities
 from .cursors import CursorFiles
-from .fsutil import not_writable, now_iso, publish, spark_file_path, write_atomic, write_temp
-from .locks import HeldLock, acquire
-from .meta import DATA_RE, META_RE, BatchMeta, data_name, meta_name, validate_group, validate_position
 from .verify import check_batch, encode_lines, encode_records
 
 log = logging.getLogger("sluice.store")
@@ -276,7 +276,7 @@ class BatchStore:
 
         With ``uri`` they are ``file://`` paths as Spark (Hadoop's ``Path``) takes them, which it reads
         from the local (shared) file system even when the cluster's default file system is HDFS
-        (:func:`~pipeline.store.fsutil.spark_file_path`: a folder with spaces, non-ASCII letters or
+        (:func:`~pipeline.fsutil.spark_file_path`: a folder with spaces, non-ASCII letters or
         ``[`` in its name is read as itself).
         """
         out = []
@@ -313,7 +313,7 @@ class BatchStore:
         """Durably mark ``batch_id`` applied by ``group``; it must be exactly cursor + 1."""
         cursor = self.cursor(group)
         if batch_id != cursor + 1:
-            raise admin.out_of_order_error(group, batch_id, cursor)
+            raise out_of_order_error(group, batch_id, cursor)
         try:
             meta = self.meta(batch_id)
         except FileNotFoundError:
@@ -355,7 +355,7 @@ class BatchStore:
 
     def frame(self, spark: Any, batches: list[BatchMeta], ordered: bool) -> Any:
         """The batches' lines as the job's DataFrame (verified files read by Spark)."""
-        from .records import read_dml
+        from ..records import read_dml
 
         return read_dml(spark, self.paths(batches, uri=True), ordered)
 

@@ -26,9 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pipeline.fsutil import now_iso
 from sluice_common.errors import LockHeldError, StoreError
-
-from .fsutil import now_iso
 
 log = logging.getLogger("sluice.store")
 
@@ -282,3 +281,27 @@ def _held_error(path: Path, name: str, what_to_do: str) -> LockHeldError:
         hint=f"{what_to_do}; or stop it (`kill {holder.pid}` on {holder.host}) and retry — "
         "the lock is released as soon as that process exits",
     )
+
+
+def lock_holders(lock_dir: Path) -> dict[str, Any]:
+    """Who holds the locks in ``lock_dir`` (capture, each group's apply, a follower's), for the
+    ``status`` of every store kind."""
+    holders: dict[str, Any] = {}
+    try:
+        names = sorted(os.listdir(lock_dir))
+    except FileNotFoundError:
+        return holders
+    for name in names:
+        if not name.endswith(".lock"):
+            continue
+        info = read_holder(lock_dir / name)
+        if info is None:
+            continue
+        key = name[: -len(".lock")]
+        for kind in ("apply", "follow"):  # a group's apply lock; a follower's claim on the group
+            if key.startswith(kind + "."):
+                key = f"{kind}:{key[len(kind) + 1:]}"
+        entry = info.to_dict()
+        entry["alive"] = pid_exists(info.pid) if info.on_this_host() else None
+        holders[key] = entry
+    return holders

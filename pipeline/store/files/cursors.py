@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pipeline.fsutil import is_temp_name, now_iso, write_atomic
 from sluice_common.errors import StoreError
 
-from .fsutil import is_temp_name, now_iso, write_atomic
-from .meta import validate_group
+from ..meta import validate_group
 
 SUFFIX = ".json"
 

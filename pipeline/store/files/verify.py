@@ -14,7 +14,7 @@ from typing import Any, NoReturn
 
 from sluice_common.errors import CorruptBatchError
 
-from .meta import BatchMeta
+from ..meta import BatchMeta
 
 
 def encode_records(records: list[dict[str, Any]], batch_id: int) -> tuple[bytes, int, tuple[int, ...]]:
