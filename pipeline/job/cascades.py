@@ -20,19 +20,10 @@ from sluice_common.errors import ConfigError
 CASCADING = frozenset({"CASCADE", "SET NULL", "SET DEFAULT"})
 
 
-@dataclass(frozen=True)
-class SourceFk:
-    """One foreign key of a source table."""
+class SourceFk(catalog.ForeignKey):
+    """One foreign key of a source table (the catalog's record), and whether it cascades."""
 
-    name: str
-    database: str
-    table: str
-    columns: tuple[str, ...]
-    ref_database: str
-    ref_table: str
-    ref_columns: tuple[str, ...]
-    on_delete: str
-    on_update: str
+    __slots__ = ()
 
     @property
     def cascades(self) -> bool:
