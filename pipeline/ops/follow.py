@@ -346,7 +346,8 @@ def run_follow(cfg: Config, *, groups: list[str] | None = None, spark_factory: C
 
 
 def _stop_if_requested(rounds: int) -> None:
-    """Between rounds: a SIGTERM whose interrupt was lost (pipeline/ops/stopping.py) stops the follower now."""
+    """Between rounds: a SIGTERM whose interrupt py4j ate (pipeline/ops/stopping.py) stops the follower now."""
     if stopping.requested():
-        log.warning("a stop was asked for and its interrupt lost mid-round; stopping between rounds", rounds=rounds)
+        log.warning("a stop was asked for and its interrupt lost mid-round (py4j); stopping between rounds",
+                    rounds=rounds)
         raise KeyboardInterrupt

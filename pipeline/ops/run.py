@@ -41,6 +41,7 @@ from sluice_common import exitcodes
 from sluice_common.errors import LockHeldError, SluiceError
 from sluice_common.logs import get_logger
 
+from . import stopping
 from .status import _iso, capture_lag, group_status
 
 log = get_logger("run")
@@ -167,6 +168,10 @@ def run_once(cfg: Config, *, groups: list[str] | None = None, spark_factory: Cal
                        "exit": EXIT_INTERRUPTED})
     except SluiceError as e:  # e.g. the store's batches cannot be listed
         errors.append(_error("run", e))
+    if not interrupted and stopping.requested():  # py4j made the interrupt a failed Java call
+        interrupted = True
+        errors.append({"stage": "run", "group": None, "type": "Interrupted", "message": "interrupted (SIGINT/SIGTERM)",
+                       "exit": EXIT_INTERRUPTED})
     _finish_lag(cfg, rec, store, rec["groups"], with_source_lag)
     rec["seconds"] = round(time.monotonic() - t0, 3)
     rec["finished"] = _iso(time.time())

@@ -1,12 +1,12 @@
 """A stop asked for by a signal, kept where a lost interrupt cannot take it away.
 
 ``sluice run``'s SIGTERM handler raises ``KeyboardInterrupt`` in the main thread, wherever it is.
-If that is inside a finalizer (a ``__del__``: py4j's and PySpark's objects have them, and the
-garbage collector runs them at any allocation), CPython prints "Exception ignored in ..." and the
-interrupt is gone: a follower then went on round after round (the chaos soak's SIGTERM waited 90 s
-for it). So the handler also calls :func:`request`, and ``run --follow`` asks :func:`requested`
-between rounds (pipeline/ops/follow.py): a stop lost mid-round still ends the follower after that
-round, as a stop between rounds does (exit 130).
+When that is inside a py4j call to the Spark JVM, py4j turns it into a ``Py4JError`` ("Answer from
+Java side is empty"): the round records a failed sync, nothing acked, and a follower went on with
+its next round as after any failure (the chaos soak's SIGTERM waited 90 s for it; seen in a
+follower's log). So the handler also calls :func:`request`: ``run --follow`` asks
+:func:`requested` between rounds (pipeline/ops/follow.py) and a run whose interrupt was eaten is
+still recorded as interrupted (pipeline/ops/run.py): exit 130, as for a stop between rounds.
 """
 
 from __future__ import annotations

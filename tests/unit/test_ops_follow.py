@@ -271,9 +271,10 @@ def test_a_jvm_killed_while_the_session_starts_ends_the_follower(env, monkeypatc
 
 def test_a_sigterm_whose_interrupt_was_lost_stops_the_follower_after_its_round(env):
     """The chaos soak's SIGTERM once waited 90 s for a follower that went on round after round: the
-    handler's KeyboardInterrupt can be swallowed by CPython when it lands inside a finalizer
-    (``__del__``). The handler's stop request stays (pipeline/ops/stopping.py): the round in
-    progress ends as usual, then the follower stops with 130."""
+    handler's KeyboardInterrupt, raised during a call into the Spark JVM, came out of py4j as a
+    failed call ("Answer from Java side is empty"), a failed round like any other. The handler's
+    stop request stays (pipeline/ops/stopping.py): the round in progress ends, then the follower
+    stops with 130."""
     from pipeline.ops import stopping
 
     cfg, store, _ = env

@@ -347,3 +347,26 @@ def test_a_capture_refusal_logs_its_fix(env):
         _run(cfg, store, capture_error=SourceError("binlog b.1 is not the file", hint="take a new snapshot"))
     failed = [e for e in logs if e["event"] == "capture failed"]
     assert failed and failed[0]["fix"] == "take a new snapshot", logs
+
+
+def test_an_interrupt_py4j_turned_into_a_failed_call_is_still_an_interrupted_run(env):
+    """SIGTERM during a call into the Spark JVM: py4j raises "Answer from Java side is empty"
+    instead of the handler's KeyboardInterrupt (seen in the hour-long chaos soak). The handler's
+    stop request makes the run what it is: interrupted, exit 130, nothing acked."""
+    from pipeline.ops import stopping
+
+    cfg, store = env
+
+    class Py4JError(Exception):
+        pass
+
+    class Eaten(FakeSync):
+        def __call__(self, cfg, group, spark, **kw):
+            stopping.request()  # the handler ran; py4j's call failed with its own error instead
+            raise Py4JError("Answer from Java side is empty")
+    try:
+        r = _run(cfg, store, capture_rows=3, sync=Eaten(store))
+    finally:
+        stopping.clear()
+    assert r.exit_code == 130 and r.record["status"] == "interrupted"
+    assert store.cursor("g1") == 0
