@@ -164,12 +164,10 @@ def run_once(cfg: Config, *, groups: list[str] | None = None, spark_factory: Cal
                     rec["sync"][g] = _failed_sync(store, g, before, ts)
     except KeyboardInterrupt:
         interrupted = True
-        errors.append({"stage": "run", "group": None, "type": "Interrupted", "message": "interrupted (SIGINT/SIGTERM)",
-                       "exit": EXIT_INTERRUPTED})
     except SluiceError as e:  # e.g. the store's batches cannot be listed
         errors.append(_error("run", e))
-    if not interrupted and stopping.requested():  # py4j made the interrupt a failed Java call
-        interrupted = True
+    interrupted = interrupted or stopping.requested()  # also when py4j made the interrupt a failed Java call
+    if interrupted:
         errors.append({"stage": "run", "group": None, "type": "Interrupted", "message": "interrupted (SIGINT/SIGTERM)",
                        "exit": EXIT_INTERRUPTED})
     _finish_lag(cfg, rec, store, rec["groups"], with_source_lag)
