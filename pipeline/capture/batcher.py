@@ -25,7 +25,7 @@ from sluice_common.errors import SourceError
 from sluice_common.logs import get_logger
 
 from .dml import LineEncoder, partial_json, rows_json
-from .items import WHOLE, Begin, Commit, Item, RollbackTo, Rows, Savepoint, Statement, Tick
+from .items import WHOLE, Advance, Begin, Commit, Item, RollbackTo, Rows, Savepoint, Statement, Tick
 from .position import Position
 
 log = get_logger("capture")
@@ -101,6 +101,10 @@ class Batcher:
             self.tx_bytes += len(line)
         elif cls is Tick:
             self._on_idle()
+        elif cls is Advance:
+            a: Advance = item  # type: ignore[assignment]
+            if not self.tx and self.tx_begin is None:  # between transactions only (the framer's promise)
+                self.batch_end = Position(a.logfile, a.logpos, a.gtid, self.next_id, xa=a.xa)
         elif cls is Savepoint:
             self.marks[item.name] = None if item.stored else (  # type: ignore[union-attr]
                 len(self.tx), len(self.tx_ddl), self.tx_rows, self.tx_bytes, self.tx_store_rows, self.next_id)

@@ -22,7 +22,10 @@ Both decoders (:mod:`events`) feed this; everything about transactions lives her
   previous-GTID lists, ...) are ignored.
 * **Resume and stop.** The first ``skip`` rows events of the first transaction are already
   stored (a split transaction); ``stop`` (``--once``) ends the stream at the first transaction
-  boundary at or after it.
+  boundary at or after it. Past a rotate, the next file's header (format description, GTID list,
+  checkpoint) is no transaction: when nothing follows it before a heartbeat or the end of a
+  ``--once`` stream, an :class:`~.items.Advance` moves the resume position past it, so an idle
+  source whose binlog just rotated is not reported as not captured.
 """
 
 from __future__ import annotations
@@ -56,7 +59,20 @@ from .events import (
     XidEv,
     xid_text,
 )
-from .items import WHOLE, Begin, Commit, RollbackTo, Rows, Savepoint, Statement, Tick, refuse_event, server_error
+from .items import (
+    HEADER_TYPES,
+    WHOLE,
+    Advance,
+    Begin,
+    Commit,
+    RollbackTo,
+    Rows,
+    Savepoint,
+    Statement,
+    Tick,
+    refuse_event,
+    server_error,
+)
 from .position import binlog_key
 from .statements import statement_writes
 from .statusvars import session_of
@@ -93,6 +109,7 @@ class Framer:
         origin: dict = {}          # where the open transaction's group starts (for a held XA transaction)
         sql = ""
         stop_key = self.stop_key
+        header = 0  # > 0: the stream is past a rotate and the next file's header, up to here (nothing after)
         for events in batches:
             r.events += len(events)
             for ev in events:
@@ -167,7 +184,7 @@ class Framer:
                                 xa.drop(decided[1])
                     if tx_gtid:
                         gtids.add(tx_gtid)
-                    r.logfile, r.logpos = self.logfile, nxt
+                    r.logfile, r.logpos, header = self.logfile, nxt, 0
                     yield Commit(self.logfile, nxt, gtids.text(), ts * 1000, xa.held())
                     tx_open = explicit = False
                     hold = None
@@ -193,23 +210,49 @@ class Framer:
                     sql = ev.sql.decode("utf-8", "replace")
                 elif cls is RotateEv:
                     self.logfile = ev.file
+                    header = 0
                 elif cls is HeartbeatEv:
                     if ev.ts:
                         r.last_ts = ev.ts
-                    if not tx_open and stop_key is not None and binlog_key(self.logfile, r.logpos) >= stop_key:
-                        return
+                    if not tx_open:
+                        if header:
+                            yield self._advance(header, gtids.text())
+                            header = 0
+                        if stop_key is not None and binlog_key(r.logfile, r.logpos) >= stop_key:
+                            return
                     yield Tick(None)
                 elif cls is FormatEv:
                     self.server_version = ev.server_version
                     r.on_format(ev, self.logfile)
+                    if not tx_open:
+                        header = self._past(ev.next, header)
                 elif cls is OtherEv:
                     refuse_event(ev.type_code, self.logfile, ev.start)
+                    if not tx_open and ev.type_code in HEADER_TYPES:
+                        header = self._past(ev.next, header)
                 elif cls is EndEv:
+                    if header and not tx_open:
+                        yield self._advance(header, gtids.text())
                     return
                 elif cls is ServerErrorEv:
                     raise server_error(ev.code, ev.message, r.start)
                 else:  # pragma: no cover - an event class this loop does not know
                     raise SourceError(f"unknown decoder event {cls.__name__}")
+
+    def _past(self, nxt: int, header: int) -> int:
+        """``header`` moved to ``nxt`` (the offset after a header event of the current file), when
+        that is past the resume position (an artificial format description at a dump's start is not)."""
+        r = self.r
+        if nxt > header and binlog_key(self.logfile, nxt) > binlog_key(r.logfile, r.logpos):
+            return nxt
+        return header
+
+    def _advance(self, header: int, gtid: str | None) -> Advance:
+        """The resume position moves past a rotate and the next file's header (nothing after them):
+        stored, ``status`` does not count those bytes as not captured (issue 38 point 4)."""
+        r = self.r
+        r.logfile, r.logpos = self.logfile, header
+        return Advance(self.logfile, header, gtid, self.xa.held())
 
     def _committed(self, held: list, start: int, skip: int) -> Iterator:
         """A prepared XA transaction's items at its XA COMMIT (at ``start``): that is where the source

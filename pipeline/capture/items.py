@@ -2,7 +2,8 @@
 
 Capture items, in binlog order: ``Begin`` (a transaction starts), ``Rows`` (one rows event of
 an included table), ``Statement`` (DDL or another statement), ``Savepoint``/``RollbackTo`` (inside
-a transaction), ``Commit`` (a transaction is complete; carries the resume position) and ``Tick``
+a transaction), ``Commit`` (a transaction is complete; carries the resume position), ``Advance`` (the
+resume position moved past a rotate and the next file's header, no transaction among them) and ``Tick``
 (heartbeat; nothing new). ``Begin`` and ``Commit`` also carry the prepared XA transactions held at
 that point (:mod:`xa`), which every stored position records. :func:`refuse_event` is the one list
 of event types capture ignores or refuses; :func:`map_error`/:func:`server_error` turn server
@@ -45,6 +46,9 @@ IGNORED_TYPES = frozenset({
     163,  # MariaDB GTID_LIST
     164,  # MariaDB START_ENCRYPTION (the dump sends decrypted events)
 })
+#: the events of a binlog file's header after its format description: outside any transaction,
+#: a position after them is a position to resume from (:class:`Advance`)
+HEADER_TYPES = frozenset({35, 161, 163, 164})
 #: event types that may carry changes capture cannot read: stop, naming them
 REFUSED_TYPES = {
     6: "LOAD (pre-5.0 LOAD DATA)", 8: "CREATE_FILE (pre-5.0 LOAD DATA)",
@@ -154,7 +158,19 @@ class Tick:
     ts: int | None
 
 
-Item = Begin | Rows | Statement | Savepoint | RollbackTo | Commit | Tick
+@dataclass(slots=True)
+class Advance:
+    """The stream moved past events that belong to no transaction -- a rotate and the next file's
+    header (format description, GTID list, binlog checkpoint, previous GTIDs) -- and nothing came
+    after them: the resume position is now after them, with the GTID state of the last commit."""
+
+    logfile: str
+    logpos: int
+    gtid: str | None
+    xa: tuple = ()
+
+
+Item = Begin | Rows | Statement | Savepoint | RollbackTo | Commit | Tick | Advance
 
 
 def partial_update(before: dict, after: dict) -> tuple[dict, dict]:

@@ -17,7 +17,14 @@ import pytest
 from pipeline.capture import run_capture
 from pipeline.config import load_config
 from tests.support import sysbench
-from tests.support.capture_check import all_records, capture_both, mark_start, replay, write_config
+from tests.support.capture_check import (
+    all_records,
+    capture_both,
+    mark_start,
+    replay,
+    rotate_with_nothing_after,
+    write_config,
+)
 
 
 @pytest.fixture
@@ -122,3 +129,10 @@ def test_xa_on_mysql_applies_at_commit_across_capture_runs(mysql, db, tmp_path, 
         order = [(r["type"], int(row["id"]) - base) for r in records if not r["isDdl"] for row in r["data"]]
         assert order == [("INSERT", 1), ("INSERT", 0), ("INSERT", 5), ("UPDATE", 0), ("INSERT", 2)]
         assert replay(records)[f"{db}.t"][(str(base),)]["v"] == "b"
+
+
+@pytest.mark.parametrize("native", ["1", "0"], ids=["native", "python"])
+def test_a_rotate_with_nothing_after_it_moves_the_position(mysql, db, tmp_path, monkeypatch, native):
+    """MySQL's file header is a format description and a PREVIOUS_GTIDS event."""
+    monkeypatch.setenv("SLUICE_CAPTURE_NATIVE", native)
+    rotate_with_nothing_after(mysql, db, tmp_path, "auto")

@@ -19,7 +19,7 @@ from pipeline.capture import run_capture
 from pipeline.config import load_config
 from pipeline.store.files import BatchStore
 from tests.support import sysbench
-from tests.support.capture_check import all_records, mark_start, replay, write_config
+from tests.support.capture_check import all_records, mark_start, replay, rotate_with_nothing_after, write_config
 
 DECODERS = pytest.mark.parametrize("native", ["1", "0"], ids=["native", "python"])
 
@@ -186,3 +186,11 @@ def test_compressed_events_store_what_plain_ones_do(mariadb, db, tmp_path, monke
         assert len(dml) >= 6 and len(dml) % 2 == 0 and dml[:len(dml) // 2] == dml[len(dml) // 2:]
         stored[native] = [{k: v for k, v in r.items() if k != "ts"} for r in records]
     assert stored["1"] == stored["0"]
+
+
+
+@DECODERS
+@pytest.mark.parametrize("resume_by", ["file", "gtid"])
+def test_a_rotate_with_nothing_after_it_moves_the_position(mariadb, db, tmp_path, monkeypatch, native, resume_by):
+    monkeypatch.setenv("SLUICE_CAPTURE_NATIVE", native)
+    rotate_with_nothing_after(mariadb, db, tmp_path, resume_by)

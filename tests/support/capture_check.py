@@ -165,3 +165,37 @@ def capture_both(info: dict[str, Any], tmp_path: Any, database: str, start: dict
     assert stored["1"] == stored["0"]
     return stored["1"]
 
+
+
+def rotate_with_nothing_after(server: dict[str, Any], db: str, tmp_path: Any, resume_by: str) -> None:
+    """The binlog rotates and no transaction follows: capture stores a position past the rotate and
+    the new file's header (it was left at the last commit, so ``status`` counted those bytes as not
+    captured on an idle source), and resuming from there loses nothing."""
+    from pipeline.capture import run_capture
+    from pipeline.capture.server_check import master_status
+    from pipeline.config import load_config
+    from pipeline.ops.status import binlog_behind
+    from tests.support import sysbench
+
+    def run(sql: str) -> None:
+        with sysbench.connect(server, db) as conn, conn.cursor() as cur:
+            cur.execute(sql)
+
+    config = write_config(server, tmp_path, f"{db}\\..*", resume_by=resume_by)
+    run("CREATE TABLE rot (id INT PRIMARY KEY, v VARCHAR(20))")
+    mark_start(config)
+    run("INSERT INTO rot VALUES (1,'a')")
+    cfg = load_config(config)
+    run_capture(cfg)
+    run("FLUSH BINARY LOGS")
+    run_capture(load_config(config))
+    with sysbench.connect(server, None) as conn, conn.cursor() as cur:
+        end = master_status(cur)
+    pos = BatchStore(cfg.store_dir()).last_position()
+    assert pos is not None and (pos["logfile"], pos["logpos"]) == (end[0], int(end[1]))
+    assert binlog_behind(pos, (end[0], int(end[1])), []) == 0
+    run("INSERT INTO rot VALUES (2,'b')")
+    run_capture(load_config(config))
+    rows = [(r["type"], row["id"]) for r in all_records(str(cfg.store_dir()), db)
+            if r["table"] == "rot" and not r["isDdl"] for row in r["data"]]
+    assert rows == [("INSERT", "1"), ("INSERT", "2")]
