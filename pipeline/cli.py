@@ -1,4 +1,5 @@
-"""The ``sluice`` command line (typer). Each stage adds its commands here.
+"""The ``sluice`` command line (typer): the entry point that loads the commands and runs them. The
+commands register on the app of :mod:`pipeline.commands.app` (one module per stage).
 
 Every command ends in one message and an exit code from the table in docs/operations.md
 (``sluice_common.exitcodes``): a :class:`~sluice_common.errors.SluiceError` prints ``sluice: error: ...``
@@ -19,42 +20,15 @@ import traceback
 import typer
 import typer.main
 
-from pipeline import __version__
 from sluice_common.errors import SluiceError
 from sluice_common.exitcodes import FAILED, INTERRUPTED, OK
-from sluice_common.logs import configure, mask
-
-app = typer.Typer(
-    name="sluice",
-    help="Batch change replication: MySQL/MariaDB binlog -> batches -> Spark -> RDB, Elasticsearch, HBase.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    add_completion=False,
-    rich_markup_mode=None,  # plain usage errors: "Error: Missing option '--config'", one block, no box
-)
-
-
-def _version(value: bool) -> None:
-    if value:
-        typer.echo(f"sluice {__version__}")
-        raise typer.Exit()
-
-
-@app.callback()
-def _root(
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                 help="Print the version and exit."),
-    log_level: str = typer.Option("INFO", "--log-level", envvar="SLUICE_LOG_LEVEL",
-                                  help="DEBUG, INFO, WARNING or ERROR."),
-    log_json: bool = typer.Option(False, "--log-json", envvar="SLUICE_LOG_JSON",
-                                  help="Log one JSON object per line."),
-) -> None:
-    configure(log_level, log_json)
+from sluice_common.logs import mask
 
 
 def _register() -> None:
-    """Attach the sub-command modules (imported lazily to keep --help fast)."""
-    from pipeline import commands  # noqa: F401  (registers commands on `app`)
+    """Load the sub-command modules (lazily, at the first command): each adds its commands to the
+    app of :mod:`pipeline.commands.app`; cli imports commands, never the other way."""
+    from pipeline import commands  # noqa: F401  (importing the package registers the commands)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -80,6 +54,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(argv: list[str] | None) -> int:
     from pipeline.commands import helptext
+    from pipeline.commands.app import app
 
     command = typer.main.get_command(app)
     helptext.apply(command)  # --help: examples, exit codes, readable placeholders

@@ -1,5 +1,9 @@
 """Capture positions (what the store keeps as a batch's ``end``) and GTID state tracking.
 
+:class:`Position` itself is :mod:`pipeline.source.binlog`'s (below capture and the job, which both
+read positions: the job from the targets' records, :mod:`pipeline.job.positions`); it is
+re-exported here, where capture and its callers have always found it.
+
 A position is a plain JSON object:
 
 ``{"logfile": "mysql-bin.000007", "logpos": 98877, "gtid": "0-101-4161", "nextId": 5230}``
@@ -22,72 +26,11 @@ A position is a plain JSON object:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import Any
-
 from pymysqlreplication.gtid import Gtid, GtidSet
 
-from pipeline.source.binlog import binlog_key
-from sluice_common.errors import PositionError
+from pipeline.source.binlog import Position, binlog_key
 
 __all__ = ["GtidState", "Position", "binlog_key"]
-
-
-@dataclass(frozen=True)
-class Position:
-    """Where capture starts or resumes."""
-
-    logfile: str
-    logpos: int
-    gtid: str | None = None
-    next_id: int = 1
-    skip_events: int = 0
-    split_gtid: str | None = None
-    xa: tuple = ()
-    server_id: int | None = None
-    server_uuid: str | None = None
-    file_ts: int | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"logfile": self.logfile, "logpos": self.logpos, "gtid": self.gtid,
-                             "nextId": self.next_id}
-        if self.skip_events:
-            d["skipEvents"] = self.skip_events
-            d["splitGtid"] = self.split_gtid
-        if self.xa:
-            d["xa"] = [dict(x) for x in self.xa]
-        if self.server_id is not None:
-            d["serverId"] = self.server_id
-        if self.server_uuid:
-            d["serverUuid"] = self.server_uuid
-        if self.file_ts:
-            d["fileTs"] = self.file_ts
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Position:
-        try:
-            return cls(logfile=str(d["logfile"]), logpos=int(d["logpos"]), gtid=d.get("gtid") or None,
-                       next_id=int(d.get("nextId", 1)), skip_events=int(d.get("skipEvents", 0)),
-                       split_gtid=d.get("splitGtid"), xa=tuple(d.get("xa") or ()),
-                       server_id=None if d.get("serverId") is None else int(d["serverId"]),
-                       server_uuid=d.get("serverUuid") or None, file_ts=int(d.get("fileTs") or 0) or None)
-        except (KeyError, TypeError, ValueError) as e:
-            raise PositionError(f"the stored capture position {d!r} is not a capture position ({e})",
-                                hint="set a valid start position (see docs/capture.md)") from None
-
-    def with_(self, **kw: Any) -> Position:
-        return replace(self, **kw)
-
-    def text(self) -> str:
-        s = f"{self.logfile}:{self.logpos}"
-        if self.gtid:
-            s += f" gtid={self.gtid}"
-        if self.skip_events:
-            s += f" +{self.skip_events} events"
-        if self.xa:
-            s += f" +{len(self.xa)} prepared XA"
-        return s
 
 
 class GtidState:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import pymysql
 
 from pipeline.config import SourceConfig
-from pipeline.source.connect import connect, error_code
+from pipeline.source.connect import connect, current_user, error_code
 from sluice_common.errors import GrantError, PositionError, SourceError
 
 from .position import Position
@@ -112,13 +112,6 @@ def inspect_server(src: SourceConfig, conn: pymysql.connections.Connection | Non
     finally:
         if own:
             conn.close()
-
-
-def current_user(cur) -> str:
-    """The account the server authenticated, as a GRANT names it: ``'sluice'@'%'``."""
-    cur.execute("SELECT CURRENT_USER()")
-    user, _, host = str((cur.fetchone() or [""])[0]).rpartition("@")
-    return f"'{user}'@'{host}'"
 
 
 @contextmanager

@@ -6,7 +6,7 @@ import json
 
 import typer
 
-from pipeline.cli import app
+from pipeline.commands.app import app
 from pipeline.config import load_config
 
 

@@ -7,7 +7,7 @@ import signal
 
 import typer
 
-from pipeline.cli import app
+from pipeline.commands.app import app
 from pipeline.config import load_config
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from pipeline.cli import app
+from pipeline.commands.app import app
 from sluice_common.errors import UsageError
 
 jvm_app = typer.Typer(help="The Spark driver JVM: class-data-sharing archive and Java options (docs/job.md).",

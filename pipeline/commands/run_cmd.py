@@ -8,7 +8,7 @@ import sys
 
 import typer
 
-from pipeline.cli import app
+from pipeline.commands.app import app
 from pipeline.config import load_config
 from pipeline.ops import stopping
 from sluice_common.errors import UsageError

@@ -11,7 +11,7 @@ from pathlib import Path
 import typer
 
 from pipeline import __version__
-from pipeline.cli import app
+from pipeline.commands.app import app
 from pipeline.config import load_config
 from pipeline.ops.summary import sync_lines
 from pipeline.store import open_store

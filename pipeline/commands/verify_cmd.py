@@ -8,7 +8,7 @@ import sys
 
 import typer
 
-from pipeline.cli import app
+from pipeline.commands.app import app
 from pipeline.config import load_config
 from sluice_common import exitcodes
 

@@ -236,8 +236,7 @@ NOT_GRANTED = frozenset({1142, 1044})
 def _readable(cur, m: Mapping, database: str, table: str | None) -> None:
     """A table (or database) information_schema does not show: GrantError naming the grant when the
     server says the user may not read it; back (it is missing) when it says it does not exist."""
-    from pipeline.capture.server_check import current_user
-    from pipeline.source.connect import error_code
+    from pipeline.source.connect import current_user, error_code
 
     name = f"{database}.{table}" if table else database
     probe = (f"SELECT 1 FROM {quote_ident(database)}.{quote_ident(table)} LIMIT 0" if table

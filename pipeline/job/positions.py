@@ -1,6 +1,8 @@
 """The source positions the targets record with their rows (adapters/rdb/applied.py), read and
 written for a whole deployment: a new store asks them before capture would start at "now"
-(:mod:`pipeline.capture.fresh`), and ``sluice bootstrap`` records its snapshot position in them."""
+(:mod:`pipeline.capture.fresh`), and ``sluice bootstrap`` records its snapshot position in them.
+Capture imports this module, never the other way: what both need of the source (:class:`Position`,
+the account name) is :mod:`pipeline.source`'s, below both."""
 
 from __future__ import annotations
 
@@ -10,9 +12,9 @@ from typing import Any
 
 from adapters.base import AppliedFrom
 from adapters.registry import capabilities, make_writer
-from pipeline.capture.position import Position, binlog_key
 from pipeline.config import Config
 from pipeline.job.group import GroupPlan, load_group
+from pipeline.source.binlog import Position, binlog_key
 from sluice_common.errors import SluiceError
 
 

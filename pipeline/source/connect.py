@@ -40,6 +40,14 @@ def error_code(e: BaseException) -> int | None:
     return args[0] if args and isinstance(args[0], int) else None
 
 
+def current_user(cur: Any) -> str:
+    """The account the server authenticated, as a GRANT names it: ``'sluice'@'%'`` (capture's grant
+    checks and the job's pre-flight name it)."""
+    cur.execute("SELECT CURRENT_USER()")
+    user, _, host = str((cur.fetchone() or [""])[0]).rpartition("@")
+    return f"'{user}'@'{host}'"
+
+
 def is_transient(e: BaseException) -> bool:
     """A reading connection's error that is worth a retry (the connection broke)."""
     if isinstance(e, pymysql.err.InterfaceError):
