@@ -1,4 +1,4 @@
-"""Transaction-aligned batching into the BatchStore.
+"""Transaction-aligned batching into the change log (its capture role, ``CaptureLog``).
 
 A batch holds whole transactions, up to ``store.batch.maxRows`` rows and about
 ``maxBytes`` bytes (estimated from event sizes), or what arrived within ``maxSeconds``.
@@ -20,7 +20,7 @@ from typing import Any
 
 from pipeline.config import BatchLimits
 from pipeline.state.waivers import ROLLED_BACK
-from pipeline.store.files import BatchStore
+from pipeline.store import CaptureLog
 from sluice_common.errors import SourceError
 from sluice_common.logs import get_logger
 
@@ -43,7 +43,7 @@ def _same(p: Position) -> Position:
 class Batcher:
     """Feed reader items in order; batches are appended to ``store`` as they fill up."""
 
-    def __init__(self, store: BatchStore, limits: BatchLimits, start: Position, clock: Any = time.monotonic,
+    def __init__(self, store: CaptureLog, limits: BatchLimits, start: Position, clock: Any = time.monotonic,
                  sink: Any = None, idle: Any = None, stamp: Any = None):
         """``sink(lines, rows=, ddl=, start=, end=, split=)`` stores a batch; by default
         ``store.append_lines`` (synchronously; the runner passes an ``AsyncAppender``).

@@ -103,7 +103,7 @@ def statement_record(kind: str, database: str, table: str, is_ddl: bool, sql: st
     return rec
 
 
-# ---- encoded records: what the batcher hands to the store (BatchStore.append_lines) ----------
+# ---- encoded records: what the batcher hands to the store (CaptureLog.append_lines) ----------
 
 def json_text(value: Any) -> bytes:
     """Compact JSON as the records hold it."""

@@ -23,6 +23,7 @@ import re
 from typing import Any
 
 from pipeline.config import Config
+from pipeline.store import CaptureLog
 from sluice_common.errors import StoreError, UsageError
 from sluice_common.logs import get_logger
 
@@ -43,7 +44,7 @@ def parse_from(text: str) -> Position | None:
     return Position(logfile=m["file"], logpos=int(m["pos"]))
 
 
-def refuse_resumed_store(store: Any, stored: dict[str, Any]) -> None:
+def refuse_resumed_store(store: CaptureLog, stored: dict[str, Any]) -> None:
     """``--from`` given for a store that already has a position."""
     raise UsageError(f"{store.root}: --from starts a store that has no position, and this one resumes at "
                      f"{Position.from_dict(stored).text()}",
@@ -51,7 +52,7 @@ def refuse_resumed_store(store: Any, stored: dict[str, Any]) -> None:
                      "again: sluice store recapture")
 
 
-def start_position(cfg: Config, conn: Any, flavor: str, store: Any, start_from: str | None) -> Position:
+def start_position(cfg: Config, conn: Any, flavor: str, store: CaptureLog, start_from: str | None) -> Position:
     """Where a store without a position starts (see the module docstring)."""
     if start_from is not None:
         at = parse_from(start_from)
@@ -69,7 +70,7 @@ def start_position(cfg: Config, conn: Any, flavor: str, store: Any, start_from: 
     return start
 
 
-def _refuse_if_applied(cfg: Config, store: Any) -> None:
+def _refuse_if_applied(cfg: Config, store: CaptureLog) -> None:
     from pipeline.job.positions import read_all, resume_point
 
     found, unknown = read_all(cfg)

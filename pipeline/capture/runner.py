@@ -22,7 +22,7 @@ import pymysql
 
 from pipeline.config import Config
 from pipeline.source.connect import connect, is_transient
-from pipeline.store import open_store
+from pipeline.store import CaptureLog, open_store
 from sluice_common.errors import TransientError
 from sluice_common.logs import get_logger, register_secret
 
@@ -83,7 +83,7 @@ def run_capture(cfg: Config, *, follow: bool = False, max_batches: int | None = 
     position (:mod:`pipeline.capture.fresh`)."""
     src = cfg.source
     register_secret(src.password.reveal())
-    store = open_store(cfg)  # imports the store's module (e.g. the Kafka client): start-up, not capture
+    store: CaptureLog = open_store(cfg)  # imports the store's module (e.g. the Kafka client): start-up, not capture
     t0 = time.monotonic()
     store.check_writable()
     with store.capture_lock():

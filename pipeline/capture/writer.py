@@ -16,7 +16,7 @@ import queue
 import threading
 from typing import Any
 
-from pipeline.store.files import BatchStore
+from pipeline.store import CaptureLog
 
 _STOP = object()
 _KEEP_ALIVE = object()
@@ -25,7 +25,7 @@ _KEEP_ALIVE = object()
 class AsyncAppender:
     """Store batches in order on a writer thread (see the module docstring)."""
 
-    def __init__(self, store: BatchStore, depth: int = 2):
+    def __init__(self, store: CaptureLog, depth: int = 2):
         self.store = store
         self._q: queue.Queue[Any] = queue.Queue(maxsize=depth)
         self._error: BaseException | None = None  # the failure not yet raised to the capture thread
@@ -58,7 +58,7 @@ class AsyncAppender:
             raise err
 
     def append(self, lines: list[bytes], **kw: Any) -> None:
-        """Queue one batch (``BatchStore.append_lines`` arguments)."""
+        """Queue one batch (``CaptureLog.append_lines`` arguments)."""
         self._raise()
         self._q.put((lines, kw))
 

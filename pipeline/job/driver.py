@@ -38,7 +38,7 @@ from pipeline.job.session import codegen_for_round
 from pipeline.retry import doubling, first_line, retrying
 from pipeline.state.deadletter import DeadLetterStore
 from pipeline.state.waivers import waivers
-from pipeline.store import ChangeLog, open_store
+from pipeline.store import GroupLog, open_store
 from sluice_common.errors import SluiceError, TransientError
 from sluice_common.logs import get_logger
 
@@ -121,7 +121,7 @@ def run_sync(cfg: Config, group_id: str, spark: SparkSession, *, max_batches: in
     if plan is None:
         plan = load_group(cfg, group_id)
         plan.check()
-    store = open_store(cfg, create=False)
+    store: GroupLog = open_store(cfg, create=False)
     if store.capabilities.checks_plan:
         store.check_plan(plan)  # a canal topic refuses what its partitioning cannot give
     summary = SyncSummary(group_id)
@@ -234,14 +234,14 @@ def run_sync(cfg: Config, group_id: str, spark: SparkSession, *, max_batches: in
     return summary
 
 
-def _applied_from(cfg: Config, group_id: str, store: ChangeLog, batches: list) -> AppliedFrom:
+def _applied_from(cfg: Config, group_id: str, store: GroupLog, batches: list) -> AppliedFrom:
     """What the round's chunks record in their targets: the round's start position (the group
     acked everything before it), so a store that is lost can be resumed from the targets."""
     return AppliedFrom(cfg.source.name, f"{cfg.source.host}:{cfg.source.port}", group_id,
                        json.dumps(batches[0].start, sort_keys=True), store.store_id, batches[0].batch_id)
 
 
-def _dead_letter_store(store: ChangeLog, plan: GroupPlan) -> DeadLetterStore | None:
+def _dead_letter_store(store: GroupLog, plan: GroupPlan) -> DeadLetterStore | None:
     """The group's dead-letter store when a mapping has ``deadLetter`` on (rounds of syncs that
     did not ack are deleted first); warns about live entries of mappings that turned it off."""
     dead = DeadLetterStore(store.root, plan.group_id)
@@ -318,7 +318,7 @@ def _count_in(seg, positions: list[tuple[int, int]]) -> int:
     return sum(1 for p in positions if _inside(seg, p))
 
 
-def _barriers(store: ChangeLog, batches, dml, plan: GroupPlan, rows: list[dict] | None = None,
+def _barriers(store: GroupLog, batches, dml, plan: GroupPlan, rows: list[dict] | None = None,
               found_waivers: dict | None = None) -> tuple[list, list[tuple[int, int]]]:
     """The barriers of the round, in order: DDL lines that concern a mapping of the group (DML around
     them is cut), and the first change the group refuses (:mod:`pipeline.job.refusals`), after which

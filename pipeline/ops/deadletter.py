@@ -20,7 +20,7 @@ from pipeline.job.deadletter import change_of
 from pipeline.job.group import GroupPlan, load_group
 from pipeline.retry import doubling, retrying
 from pipeline.state.deadletter import DeadLetterStore
-from pipeline.store import ChangeLog, open_store
+from pipeline.store import GroupLog, open_store
 from sluice_common.errors import TransientError, is_row_error
 from sluice_common.logs import get_logger
 
@@ -37,7 +37,7 @@ class ReplayResult:
     left: int = 0  # live entries after the replay (all mappings of the group)
 
 
-def dead_letter_store(cfg: Config, group: str) -> tuple[ChangeLog, DeadLetterStore]:
+def dead_letter_store(cfg: Config, group: str) -> tuple[GroupLog, DeadLetterStore]:
     cfg.group(group)  # an unknown group is a config error
     store = open_store(cfg, create=False)
     return store, DeadLetterStore(store.root, group)

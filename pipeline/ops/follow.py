@@ -52,7 +52,7 @@ from pipeline.job.rounds import follow_lock_path
 from pipeline.retry import retrying
 from pipeline.state.locks import acquire, read_holder
 from pipeline.state.runlog import new_run_id
-from pipeline.store import ChangeLog, open_store
+from pipeline.store import GroupLog, open_store
 from sluice_common import exitcodes
 from sluice_common.errors import LockHeldError
 from sluice_common.logs import get_logger
@@ -93,7 +93,7 @@ class Follower:
     capture_fn: Callable[..., Any] | None = None
     sync_fn: Callable[..., Any] | None = None
     load_fn: Callable[[Config, str], Any] | None = None
-    check_fn: Callable[[Config, Any, ChangeLog], None] | None = None
+    check_fn: Callable[[Config, Any, GroupLog], None] | None = None
     clock: Callable[[], float] = time.monotonic
     sleep: Callable[[float], None] = time.sleep
     states: dict[str, GroupState] = field(default_factory=dict)
@@ -129,7 +129,7 @@ class Follower:
             st.plan = self.load_fn(cfg, g) if self.load_fn else _default_load(cfg, g)
         return st.plan
 
-    def _check(self, cfg: Config, plan: Any, store: ChangeLog) -> None:
+    def _check(self, cfg: Config, plan: Any, store: GroupLog) -> None:
         st = next((s for s in self.states.values() if s.plan is plan), None)
         if st is not None and st.checked:
             return

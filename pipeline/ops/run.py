@@ -36,7 +36,7 @@ from pipeline.config import Config
 from pipeline.fsutil import not_writable
 from pipeline.job.rounds import follower_error, follower_of
 from pipeline.state.runlog import RunLog, new_run_id
-from pipeline.store import ChangeLog, open_store
+from pipeline.store import AdminLog, GroupLog, open_store
 from sluice_common import exitcodes
 from sluice_common.errors import LockHeldError, SluiceError
 from sluice_common.logs import get_logger
@@ -79,7 +79,7 @@ def _load(cfg: Config, g: str) -> Any:
     return load_group(cfg, g)
 
 
-def _check(cfg: Config, plan: Any, store: ChangeLog) -> None:
+def _check(cfg: Config, plan: Any, store: GroupLog) -> None:
     plan.check(store)
 
 
@@ -88,7 +88,7 @@ def run_once(cfg: Config, *, groups: list[str] | None = None, spark_factory: Cal
              nothing_exit: int = EXIT_NOTHING, with_source_lag: bool = True, write_metrics: bool = True,
              capture_fn: Callable[..., Any] | None = None, sync_fn: Callable[..., Any] | None = None,
              load_fn: Callable[[Config, str], Any] | None = None,
-             check_fn: Callable[[Config, Any, ChangeLog], None] | None = None,
+             check_fn: Callable[[Config, Any, GroupLog], None] | None = None,
              record_idle: bool = True, extra: dict[str, Any] | None = None,
              held_off: dict[str, dict[str, Any]] | None = None, follower: bool = False,
              sync_rounds: int | None = None) -> RunResult:
@@ -228,8 +228,8 @@ def _capture(cfg: Config, capture_fn: Callable[..., Any], rec: dict[str, Any]) -
         log.error("capture failed", exc_info=True)
 
 
-def _prepare_groups(cfg: Config, store: ChangeLog, plans: dict[str, Any],
-                    check_fn: Callable[[Config, Any, ChangeLog], None], rec: dict[str, Any],
+def _prepare_groups(cfg: Config, store: GroupLog, plans: dict[str, Any],
+                    check_fn: Callable[[Config, Any, GroupLog], None], rec: dict[str, Any],
                     held: ExitStack, follower: bool = False) -> list[tuple[str, Any, dict]]:
     """The groups to sync, each with its apply lock held (entered on ``held``) and its checks
     passed, all before Spark starts; groups with nothing pending are noted (empty batches acked)."""
@@ -264,7 +264,7 @@ def _prepare_groups(cfg: Config, store: ChangeLog, plans: dict[str, Any],
     return ready
 
 
-def _record_held_off(store: ChangeLog, rec: dict[str, Any], held: dict[str, dict[str, Any]]) -> None:
+def _record_held_off(store: GroupLog, rec: dict[str, Any], held: dict[str, dict[str, Any]]) -> None:
     """Groups sitting out a back-off: an error each (with the group's last error), and a sync
     entry saying when it is tried again."""
     for g, h in held.items():
@@ -289,7 +289,7 @@ def _idle(rec: dict[str, Any]) -> bool:
     return captured == 0 and pending == 0
 
 
-def _busy_start(spark_factory: Callable[[int], Any] | None, store: ChangeLog, keep: int, kinds: list[str]
+def _busy_start(spark_factory: Callable[[int], Any] | None, store: GroupLog, keep: int, kinds: list[str]
                 ) -> Callable[[int], Any] | None:
     """When the last recorded run ended ok and applied rows (a steady stream of changes, as a
     schedule every minute sees), start Spark at once, in a thread, told that many rows (a small
@@ -364,7 +364,7 @@ def _kinds(cfg: Config, groups: list[str]) -> list[str]:
     return sorted({KINDS[a.name] for g in groups for a in cfg.group(g).outerAdapters if a.name in KINDS})
 
 
-def _start_spark(spark_factory: Callable[[int], Any] | None, ready: list, store: ChangeLog,
+def _start_spark(spark_factory: Callable[[int], Any] | None, ready: list, store: GroupLog,
                  rec: dict[str, Any], pending_rows: int = 0) -> Any:
     """The Spark session for the groups that passed their checks (``spark_factory`` is told
     how many rows they have pending: a small run gets a JVM tuned for a short life); False
@@ -383,7 +383,7 @@ def _start_spark(spark_factory: Callable[[int], Any] | None, ready: list, store:
         return False
 
 
-def _ack_empty(store: ChangeLog, g: str, pend: list) -> int:
+def _ack_empty(store: GroupLog, g: str, pend: list) -> int:
     """Ack batches that hold no record at all (position progress only) without starting Spark."""
     try:
         with store.apply_lock(g):
@@ -395,13 +395,13 @@ def _ack_empty(store: ChangeLog, g: str, pend: list) -> int:
     return store.cursor(g)
 
 
-def _failed_sync(store: ChangeLog, g: str, before: dict, ts: float) -> dict[str, Any]:
+def _failed_sync(store: GroupLog, g: str, before: dict, ts: float) -> dict[str, Any]:
     cursor = store.cursor(g)
     return {"group": g, "ok": False, "batches": max(0, cursor - before["cursor"]), "rows": None,
             "seconds": round(time.monotonic() - ts, 3), "cursor": cursor, "pending_before": before}
 
 
-def _finish_lag(cfg: Config, rec: dict, store: ChangeLog, groups: list[str], with_source: bool) -> None:
+def _finish_lag(cfg: Config, rec: dict, store: AdminLog, groups: list[str], with_source: bool) -> None:
     try:
         metas = store.batches()
         cap = capture_lag(cfg, store, with_source=with_source, metas=metas)

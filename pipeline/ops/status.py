@@ -8,7 +8,7 @@
   ``Seconds_Behind_Master``: the age of the newest event applied).
 * **Sync lag** per group: ``lag_s`` = age of the oldest batch the group has not acked (0 when
   nothing is pending), next to the pending batch and row counts (the numbers of
-  ``ChangeLog.status()``).
+  ``AdminLog.status()``).
 * **Freshness** per group, end to end: ``applied_event_at`` = the source's commit time (binlog
   ``es``) of the newest row the group has applied (the last record of its newest acked batch
   that holds records), and ``freshness_s`` = now - that. While the source writes, this is how
@@ -27,7 +27,7 @@ from typing import Any
 
 from pipeline.config import Config
 from pipeline.state.runlog import RunLog
-from pipeline.store import BatchMeta, ChangeLog, open_store
+from pipeline.store import AdminLog, BatchMeta, open_store
 from sluice_common.errors import SluiceError
 
 #: how many empty batches (position progress only) are skipped looking for the newest event
@@ -70,7 +70,7 @@ def last_record(meta: BatchMeta) -> dict[str, Any] | None:
             block *= 4
 
 
-def last_event_ms(store: ChangeLog | None, metas: list[BatchMeta] | None = None) -> int | None:
+def last_event_ms(store: AdminLog | None, metas: list[BatchMeta] | None = None) -> int | None:
     """``es`` (binlog event time, ms) of the newest captured event (in ``metas``), or None."""
     metas = metas if metas is not None else store.batches()
     for meta in list(reversed(metas))[:EVENT_SCAN_BATCHES]:
@@ -113,7 +113,7 @@ def source_end(cfg: Config) -> tuple[tuple[str, int], list[tuple[str, int]]]:
         conn.close()
 
 
-def capture_lag(cfg: Config, store: ChangeLog, *, with_source: bool = True, now: float | None = None,
+def capture_lag(cfg: Config, store: AdminLog, *, with_source: bool = True, now: float | None = None,
                 metas: list[BatchMeta] | None = None) -> dict[str, Any]:
     """Capture position and lag (see the module docstring); never raises for the source."""
     now = time.time() if now is None else now
@@ -148,7 +148,7 @@ def applied_event_ms(metas: list[BatchMeta], cursor: int) -> int | None:
     return last_event_ms(None, acked) if acked else None
 
 
-def group_status(store: ChangeLog, groups: list[str], *, now: float | None = None,
+def group_status(store: AdminLog, groups: list[str], *, now: float | None = None,
                  metas: list[BatchMeta] | None = None, capture_behind: int | None = None
                  ) -> dict[str, dict[str, Any]]:
     """Per group: cursor, pending batches/rows, oldest pending batch and its age (sync lag), and
