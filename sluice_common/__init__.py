@@ -7,8 +7,10 @@
 * :mod:`sluice_common.logs`: structured logging and the redaction of secrets in log lines.
 * :mod:`sluice_common.secrets`: :class:`~sluice_common.secrets.Secret` (a password that never
   prints) and where a password may come from.
-* :mod:`sluice_common.mysqltypes`: the MySQL/MariaDB type vocabulary (type parsing, the integer,
-  float, decimal, binary and spatial type names, the FLOAT text rule, identifier quoting).
+* :mod:`sluice_common.mysqltypes`: the MySQL/MariaDB type vocabulary (type parsing, the integer
+  (sizes and ranges), float, decimal, temporal, binary and spatial type names, identifier quoting).
+* :mod:`sluice_common.dmlvalues`: the Dml record's value text rules (a decoded value -> its
+  string), shared by capture, the full load and verify.
 
 This package imports nothing from ``pipeline`` or ``adapters``
 (``tests/unit/test_import_direction.py``). The adapter contract stays ``adapters/base.py``.

@@ -1,17 +1,17 @@
-"""MySQL/MariaDB type names and value text rules, in one place.
+"""The MySQL/MariaDB type vocabulary, in one place (the value text rules: :mod:`sluice_common.dmlvalues`).
 
 * :func:`parse_type`: a column type string as capture writes it into ``mysqlType`` (or as
   ``information_schema.COLUMNS.COLUMN_TYPE`` spells it) -> its base name, the text between its
   parentheses and whether it is unsigned: ``"decimal(10,2) unsigned"`` -> ``decimal``, ``10,2``,
   unsigned; ``"enum('a','b')"`` -> ``enum``, ``'a','b'``.
-* :data:`INTEGER_TYPES` (with :data:`INTEGER_BYTES`, their storage sizes), :data:`FLOAT_TYPES`,
+* :data:`INTEGER_TYPES` (with :data:`INTEGER_BYTES`, their storage sizes, :func:`integer_range`,
+  their ranges, and :func:`signed_bytes`, the signed integer that holds one), :data:`FLOAT_TYPES`,
   :data:`DECIMAL_TYPES`: the numeric type names, each list once (``year``, ``bit`` and ``bool``
   are not in them: a caller that treats them as integers says so).
+* :data:`TEMPORAL_TYPES`: the date and time type names.
 * :data:`BINARY_TYPES`, :data:`GEOMETRY_TYPES`: the binary string and spatial type names (a
   binary string's capture text is ISO-8859-1, one character per byte; a geometry's is the upper-case
   hex of MySQL's internal value).
-* :func:`float32_text`: the capture's text of a FLOAT (the shortest decimal that reads back as
-  the same float32), used by capture, the full load, the HBase read-back and ``verify``.
 * :func:`quote_ident`: a backquoted identifier (`` ` `` doubled).
 
 Capture, the full load (``pipeline/etl``), ``verify``, ``repair`` and every adapter's ``values.py``
@@ -22,7 +22,6 @@ both ``pipeline`` and ``adapters``.
 from __future__ import annotations
 
 import re
-import struct
 from dataclasses import dataclass
 from functools import lru_cache
 from types import MappingProxyType
@@ -41,10 +40,11 @@ INTEGER_TYPES = frozenset(INTEGER_BYTES)
 FLOAT_TYPES = frozenset({"float", "double", "real"})
 #: exact numeric types (and their synonyms)
 DECIMAL_TYPES = frozenset({"decimal", "numeric", "dec", "fixed"})
+#: date and time types
+TEMPORAL_TYPES = frozenset({"date", "datetime", "timestamp", "time", "year"})
 
 _TYPE_RE = re.compile(r"\s*([a-z]+)\s*(?:\(([^)]*)\))?\s*(.*)", re.S)
 _WIDTH_RE = re.compile(r"\d+")
-_F32 = struct.Struct("<f")
 
 
 @dataclass(frozen=True)
@@ -90,17 +90,16 @@ def is_binary(mysql_type: str | None) -> bool:
     return parse_type(mysql_type).base in BINARY_TYPES
 
 
-def float32_text(x: float) -> str:
-    """Shortest decimal text that reads back as the same float32 value (``x`` is one)."""
-    pack, unpack = _F32.pack, _F32.unpack
-    for digits in range(1, 10):
-        s = "%.*g" % (digits, x)
-        try:
-            if unpack(pack(float(s)))[0] == x:
-                return repr(float(s))
-        except OverflowError:  # rounded past float32's range (e.g. 3.403e+38)
-            continue
-    return repr(x)  # pragma: no cover - 9 digits always round-trip a float32
+def integer_range(base: str, unsigned: bool) -> tuple[int, int]:
+    """The smallest and largest value of an integer type (``tinyint``, signed: -128, 127)."""
+    bits = 8 * INTEGER_BYTES[base]
+    return (0, (1 << bits) - 1) if unsigned else (-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
+
+
+def signed_bytes(base: str, unsigned: bool) -> int:
+    """Bytes of the smallest signed integer that holds every value of an integer type: its size,
+    one more when unsigned (``smallint unsigned`` -> 3: a 4-byte signed integer holds it)."""
+    return INTEGER_BYTES[base] + (1 if unsigned else 0)
 
 
 def quote_ident(name: str) -> str:

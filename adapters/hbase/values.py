@@ -43,7 +43,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
 
-from sluice_common.mysqltypes import BINARY_TYPES, DECIMAL_TYPES, float32_text, is_binary, parse_type
+from sluice_common.dmlvalues import float32_text
+from sluice_common.mysqltypes import BINARY_TYPES, DECIMAL_TYPES, INTEGER_BYTES, is_binary, parse_type, signed_bytes
 
 Encoder = Callable[[str], bytes | None]
 Decoder = Callable[[bytes], str]
@@ -63,16 +64,11 @@ def native_kind(mysql_type: str | None) -> str:
     """The NATIVE encoding inferred from a MySQL column type (see the module table)."""
     t = parse_type(mysql_type)
     name, unsigned = t.base, t.unsigned
-    if name in ("tinyint", "bool", "boolean"):
-        return "SHORT" if unsigned else "BYTE"
-    if name == "smallint":
-        return "INTEGER" if unsigned else "SHORT"
-    if name in ("mediumint",):
-        return "INTEGER"
-    if name in ("int", "integer"):
-        return "LONG" if unsigned else "INTEGER"
-    if name == "bigint":
-        return "LONG"
+    if name in ("bool", "boolean"):
+        name = "tinyint"
+    if name in INTEGER_BYTES:  # the smallest Java integer that holds every value (BIGINT UNSIGNED: its bits)
+        size = signed_bytes(name, unsigned)
+        return "BYTE" if size <= 1 else "SHORT" if size <= 2 else "INTEGER" if size <= 4 else "LONG"
     if name == "bit":
         return "BITS"
     if name == "float":

@@ -18,11 +18,19 @@ from sqlalchemy import types as sa
 from sqlalchemy.dialects import mysql as my
 from sqlalchemy.dialects import postgresql as pg
 
-from sluice_common.mysqltypes import BINARY_TYPES, FLOAT_TYPES, GEOMETRY_TYPES, INTEGER_BYTES, parse_type
+from sluice_common.mysqltypes import (
+    BINARY_TYPES,
+    FLOAT_TYPES,
+    GEOMETRY_TYPES,
+    INTEGER_BYTES,
+    integer_range,
+    parse_type,
+    signed_bytes,
+)
 
 Converter = Callable[[str | None], Any]
 
-INT64 = (-(1 << 63), (1 << 63) - 1)
+INT64 = integer_range("bigint", unsigned=False)
 
 
 def source_kind(mysql_type: str | None) -> str:
@@ -175,7 +183,7 @@ def suggest_type(family: str, mysql_type: str) -> str:
     if family == "mysql":
         return mysql_type
     if family == "sqlite":
-        if base in INTEGER_BYTES and not (base == "bigint" and unsigned):
+        if base in INTEGER_BYTES and signed_bytes(base, unsigned) <= 8:
             return "INTEGER"
         if base in FLOAT_TYPES:
             return "REAL"
@@ -185,7 +193,7 @@ def suggest_type(family: str, mysql_type: str) -> str:
             return "BLOB"
         return "TEXT"
     if base in INTEGER_BYTES:
-        size = INTEGER_BYTES[base] + (1 if unsigned else 0)
+        size = signed_bytes(base, unsigned)
         return "smallint" if size <= 2 else "integer" if size <= 4 else "bigint" if size <= 8 else "numeric(20,0)"
     table = {
         "decimal": f"numeric({args})" if args else "numeric", "numeric": f"numeric({args})" if args else "numeric",

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pymysqlreplication.constants import FIELD_TYPE as T
 
 from sluice_common.errors import SourceError
+from sluice_common.mysqltypes import INTEGER_BYTES
 
 from . import values as V
 
@@ -25,9 +26,11 @@ DATE, TIME, TIMESTAMP, BINARY, VARBINARY, BLOB, CLOB, OTHER = 91, 92, 93, -2, -3
 _MBMAXLEN = {"utf8mb4": 4, "utf8mb3": 3, "utf8": 3, "ucs2": 2, "utf16": 4, "utf16le": 4, "utf32": 4,
              "gbk": 2, "big5": 2, "sjis": 2, "cp932": 2, "euckr": 2, "gb2312": 2, "ujis": 3,
              "eucjpms": 3, "gb18030": 4}
-_INT_NAMES = {T.TINY: ("tinyint", TINYINT, SMALLINT), T.SHORT: ("smallint", SMALLINT, INTEGER),
-              T.INT24: ("mediumint", INTEGER, INTEGER), T.LONG: ("int", INTEGER, BIGINT),
-              T.LONGLONG: ("bigint", BIGINT, DECIMAL)}
+#: the binlog's integer type codes -> their type names (sizes: ``INTEGER_BYTES``)
+BINLOG_INTEGERS = {T.TINY: "tinyint", T.SHORT: "smallint", T.INT24: "mediumint", T.LONG: "int", T.LONGLONG: "bigint"}
+#: integer type -> JDBC codes (signed, unsigned), as canal assigns them (unsigned widens one step)
+_INT_JDBC = {"tinyint": (TINYINT, SMALLINT), "smallint": (SMALLINT, INTEGER), "mediumint": (INTEGER, INTEGER),
+             "int": (INTEGER, BIGINT), "bigint": (BIGINT, DECIMAL)}
 _BLOB_NAMES = {1: "tiny", 2: "", 3: "medium", 4: "long"}
 _GEOMETRY_NAMES = {0: "geometry", 1: "point", 2: "linestring", 3: "polygon", 4: "multipoint",
                    5: "multilinestring", 6: "multipolygon", 7: "geometrycollection"}
@@ -57,11 +60,17 @@ class ColumnSpec:
     def binary(self) -> bool:
         return self.charset == "binary"
 
+    @property
+    def int_bytes(self) -> int:
+        """An integer column's size in bytes in the row image (0 for other types)."""
+        name = BINLOG_INTEGERS.get(self.type)
+        return INTEGER_BYTES[name] if name else 0
+
     def mysql_type(self) -> str:
         """canal-style column type text, from binlog metadata."""
         t = self.type
-        if t in _INT_NAMES:
-            return _INT_NAMES[t][0] + (" unsigned" if self.unsigned else "")
+        if t in BINLOG_INTEGERS:
+            return BINLOG_INTEGERS[t] + (" unsigned" if self.unsigned else "")
         if t in (T.FLOAT, T.DOUBLE):
             return ("float" if t == T.FLOAT else "double") + (" unsigned" if self.unsigned else "")
         if t == T.NEWDECIMAL:
@@ -92,8 +101,8 @@ class ColumnSpec:
     def sql_type(self) -> int:
         """JDBC type code as canal assigns it (unsigned ints widen one step)."""
         t = self.type
-        if t in _INT_NAMES:
-            return _INT_NAMES[t][2 if self.unsigned else 1]
+        if t in BINLOG_INTEGERS:
+            return _INT_JDBC[BINLOG_INTEGERS[t]][self.unsigned]
         if t in (T.VARCHAR, T.STRING):
             if self.binary:
                 return VARBINARY if t == T.VARCHAR else BINARY
@@ -108,8 +117,8 @@ class ColumnSpec:
     def decoder(self) -> V.Decoder:
         """The value rule for this column (see pipeline/capture/values.py)."""
         t = self.type
-        if t in V.SIMPLE:
-            return V.int_decoder(V.SIMPLE[t], self.unsigned)
+        if self.int_bytes:
+            return V.int_decoder(self.int_bytes, self.unsigned)
         if t in (T.VARCHAR, T.STRING):
             pad = self.max_length if (t == T.STRING and self.binary) else 0
             return V.string_decoder(2 if self.max_length > 255 else 1, self.encoding, pad)

@@ -17,10 +17,10 @@ from typing import Any
 
 from pymysqlreplication.json_binary import parse_json
 
+from sluice_common.dmlvalues import json_text, jsonable
 from sluice_common.errors import SourceError
 
 from .decoder import lenenc
-from .values import _jsonable
 
 REPLACE, INSERT, REMOVE = 0, 1, 2
 _LEG = re.compile(r'\.(?:"((?:[^"\\]|\\.)*)"|([A-Za-z_$][\w$]*))|\[(\d+)\]')
@@ -46,7 +46,7 @@ def parse_diffs(data: bytes) -> list[tuple[int, str, Any]]:
             raw = data[pos:pos + n]
             if len(raw) < n or not raw:
                 raise DiffError("truncated JSON diff value")
-            value = _jsonable(parse_json(raw[0], raw[1:]))
+            value = jsonable(parse_json(raw[0], raw[1:]))
             pos += n
         out.append((op, path, value))
     return out
@@ -125,4 +125,4 @@ def apply_diffs(before: str | None, data: bytes, where: str, column: str) -> str
         raise SourceError(f"{where}: the partial JSON update of column {column} cannot be applied exactly: {e}",
                           hint="set binlog_row_value_options='' on the source (SET GLOBAL and in my.cnf) so the "
                           "binlog carries whole documents, then repair the table (sluice repair)") from None
-    return json.dumps(_mysql_order(doc), ensure_ascii=False, separators=(", ", ": "))
+    return json_text(_mysql_order(doc))

@@ -34,7 +34,6 @@ OpSpec = tuple[int, int, int, list[str]]
 
 _FIXED = {T.FLOAT: 1, T.DOUBLE: 2, T.DATE: 4, T.TIME: 8, T.DATETIME: 9, T.TIMESTAMP: 10, T.YEAR: 11}
 _FSP = {T.DATETIME2: 5, T.TIMESTAMP2: 6, T.TIME2: 7}
-_INT_SIZE = {T.TINY: 1, T.SHORT: 2, T.INT24: 3, T.LONG: 4, T.LONGLONG: 8}
 
 
 def _text_op(spec: ColumnSpec, len_size: int) -> OpSpec | None:
@@ -54,8 +53,8 @@ def _text_op(spec: ColumnSpec, len_size: int) -> OpSpec | None:
 def op_for(spec: ColumnSpec) -> OpSpec | None:
     """The native op for one column (its value rule in ``values.py``), or None."""
     t = spec.type
-    if t in _INT_SIZE:
-        return (0, _INT_SIZE[t], int(spec.unsigned), [])
+    if spec.int_bytes:
+        return (0, spec.int_bytes, int(spec.unsigned), [])
     if t in _FIXED:
         return (_FIXED[t], 0, 0, [])
     if t in _FSP:

@@ -6,11 +6,16 @@ server's own text (or bytes for binary-charset columns) and only a few types nee
 
 * FLOAT / DOUBLE are selected as ``CAST(col AS DOUBLE)`` (the server prints a FLOAT column with
   6 significant digits, and ``DOUBLE(M,D)`` with D decimals) and re-encoded with capture's
-  rules (:func:`sluice_common.mysqltypes.float32_text`, ``repr``);
+  rules;
 * BIT arrives as big-endian bytes -> unsigned decimal text;
 * binary strings (BINARY, VARBINARY, BLOB) arrive as bytes -> ISO-8859-1 text;
 * GEOMETRY arrives as MySQL's internal value (SRID + WKB) -> upper-case hex;
-* ZEROFILL integers arrive zero-padded -> plain decimal text.
+* ZEROFILL integers arrive zero-padded -> plain decimal text;
+* JSON arrives as the server's text (MySQL prints it as capture does), bytes when the column's
+  charset is binary.
+
+The rules (which text each type gets) are :mod:`sluice_common.dmlvalues`'; this module knows
+which columns need one and how pymysql hands their values over.
 
 Everything else is already the capture string when the session has ``time_zone='+00:00'``
 (TIMESTAMP in UTC) and a ``sql_mode`` without ``PAD_CHAR_TO_FULL_LENGTH`` (CHAR without
@@ -20,15 +25,22 @@ trailing spaces); :func:`session_sql` sets both. ``mysqlType`` is rebuilt from
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from pymysql import converters
 
-from sluice_common.mysqltypes import BINARY_TYPES, FLOAT_TYPES, GEOMETRY_TYPES, INTEGER_TYPES, float32_text
+from sluice_common.dmlvalues import (
+    binary_text,
+    bit_text,
+    double_text,
+    float_text,
+    geometry_text,
+    integer_text,
+    string_text,
+)
+from sluice_common.mysqltypes import BINARY_TYPES, FLOAT_TYPES, GEOMETRY_TYPES, INTEGER_TYPES
 
-_F32 = struct.Struct("<f")
 #: pymysql encoders only (keyed by Python type): results stay the server's text / bytes
 RAW_CONV = {k: v for k, v in converters.conversions.items() if not isinstance(k, int)}
 
@@ -41,32 +53,23 @@ def session_sql() -> tuple[str, ...]:
 
 
 def _float(v: object) -> str:
-    x = float(v)  # type: ignore[arg-type]
-    return float32_text(_F32.unpack(_F32.pack(x))[0])
-
-
-def _double(v: object) -> str:
-    return repr(float(v))  # type: ignore[arg-type]
+    return float_text(float(v))  # type: ignore[arg-type]
 
 
 def _bit(v: object) -> str:
-    return str(int.from_bytes(v, "big")) if isinstance(v, bytes | bytearray) else str(int(v))  # type: ignore[arg-type]
+    return bit_text(v) if isinstance(v, bytes | bytearray) else integer_text(v)
 
 
 def _binary(v: object) -> str:
-    return bytes(v).decode("latin-1") if isinstance(v, bytes | bytearray) else str(v)
+    return binary_text(v) if isinstance(v, bytes | bytearray) else str(v)
 
 
 def _geometry(v: object) -> str:
-    return bytes(v).hex().upper() if isinstance(v, bytes | bytearray) else str(v)
+    return geometry_text(v) if isinstance(v, bytes | bytearray) else str(v)
 
 
-def _zerofill(v: object) -> str:
-    return str(int(v))  # type: ignore[arg-type]
-
-
-def _text(v: object) -> str:
-    return v.decode("utf-8", "backslashreplace") if isinstance(v, bytes | bytearray) else str(v)
+def _json(v: object) -> str:
+    return string_text(bytes(v), "utf-8") if isinstance(v, bytes | bytearray) else str(v)
 
 
 @dataclass(frozen=True)
@@ -107,7 +110,7 @@ class SourceColumn:
         if dt == "float":
             return _float
         if dt == "double":
-            return _double
+            return double_text
         if dt == "bit":
             return _bit
         if dt in BINARY_TYPES:
@@ -115,8 +118,8 @@ class SourceColumn:
         if dt in GEOMETRY_TYPES:
             return _geometry
         if dt in INTEGER_TYPES and "zerofill" in self.column_type:
-            return _zerofill
-        return _text if dt in ("json",) else None
+            return integer_text
+        return _json if dt == "json" else None
 
 
 def row_decoder(columns: tuple[SourceColumn, ...]) -> Callable[[tuple], dict[str, str | None]]:

@@ -10,8 +10,8 @@ shape to one canonical value; rows are then compared as tuples of those (docs/rd
 table is the list of shapes).
 
 :func:`dml_text` turns a value read from the source with pymysql into the capture's Dml text
-(docs/capture.md's value table), so ES/HBase verification can feed source rows through the
-adapters' own encoders.
+(docs/capture.md's value table, by :mod:`sluice_common.dmlvalues`' rules), so ES/HBase
+verification can feed source rows through the adapters' own encoders.
 """
 
 from __future__ import annotations
@@ -22,7 +22,19 @@ from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from sluice_common.mysqltypes import BINARY_TYPES, GEOMETRY_TYPES, INTEGER_TYPES, float32_text
+from sluice_common.dmlvalues import (
+    binary_text,
+    date_text,
+    datetime_text,
+    decimal_value_text,
+    double_text,
+    float32_of,
+    float_text,
+    geometry_text,
+    time_text,
+    year_text,
+)
+from sluice_common.mysqltypes import BINARY_TYPES, GEOMETRY_TYPES, INTEGER_TYPES
 
 #: values compared as bytes: binary strings and geometry (MySQL 8's ``geomcollection`` as text, as before)
 BLOB_TYPES = (BINARY_TYPES | GEOMETRY_TYPES) - {"geomcollection"}
@@ -57,7 +69,7 @@ def _bit(v: Any) -> Any:
 
 def _float32(v: Any) -> Any:
     try:
-        return _f32(float(v))
+        return float32_of(float(v))
     except ValueError:
         return str(v)
 
@@ -200,14 +212,6 @@ def _fsp(column_type: str) -> int:
     return 0
 
 
-def _f32(x: float) -> float:
-    """Round a double to the nearest float32 (numpy rounds near FLT_MAX where struct refuses)."""
-    import numpy as np
-
-    with np.errstate(over="ignore"):
-        return float(np.float32(x))
-
-
 def dml_text(data_type: str, column_type: str, v: Any) -> str | None:
     """The capture's text for a value pymysql read from the source (session time zone UTC)."""
     if v is None:
@@ -217,28 +221,22 @@ def dml_text(data_type: str, column_type: str, v: Any) -> str | None:
     if t == "bit":
         return str(_bit(v))
     if t == "year":
-        return "%04d" % int(v)
+        return year_text(int(v))
     if t == "float":
-        return float32_text(_f32(float(v)))
+        return float_text(float(v))
     if t in ("double", "real"):
-        return repr(float(v))
-    if t in ("datetime", "timestamp"):
-        if isinstance(v, dt.datetime):
-            fsp = _fsp(ct)
-            text = v.strftime("%Y-%m-%d %H:%M:%S")
-            return text + (".%06d" % v.microsecond)[: fsp + 1] if fsp else text
-        return str(v)
-    if t == "date":
-        return v.isoformat() if isinstance(v, dt.date) else str(v)
+        return double_text(v)
+    if isinstance(v, Decimal):
+        return decimal_value_text(v)
+    if t in ("datetime", "timestamp") and isinstance(v, dt.datetime):
+        return datetime_text(v.year, v.month, v.day, v.hour, v.minute, v.second, v.microsecond, _fsp(ct))
+    if t == "date" and isinstance(v, dt.date):
+        return date_text(v.year, v.month, v.day)
     if t == "time" and isinstance(v, dt.timedelta):
         us = v // dt.timedelta(microseconds=1)
-        sign = "-" if us < 0 else ""
-        us = abs(us)
-        s, frac = divmod(us, 1_000_000)
-        text = "%s%02d:%02d:%02d" % (sign, s // 3600, s // 60 % 60, s % 60)
-        fsp = _fsp(ct)
-        return text + (".%06d" % frac)[: fsp + 1] if fsp else text
+        s, frac = divmod(abs(us), 1_000_000)
+        return time_text(us < 0, s // 3600, s // 60 % 60, s % 60, frac, _fsp(ct))
     v = _bytes(v)
     if isinstance(v, bytes):
-        return v.decode("latin-1")
+        return geometry_text(v) if t in GEOMETRY_TYPES else binary_text(v)
     return str(v)

@@ -22,7 +22,6 @@ from adapters.base import ApplyStats, Change
 from pipeline.etl.values import row_decoder
 from pipeline.ops.normalize import dml_text
 from pipeline.ops.verify_rdb import Side, range_clause
-from sluice_common.mysqltypes import GEOMETRY_TYPES
 from sluice_common.mysqltypes import quote_ident as qi
 
 from .rdb import ChunkCounts
@@ -100,7 +99,7 @@ class DocChunks:
         kinds = [(c.data_type, c.column_type) for c in self.t.meta.columns]
         want = {}
         for r in rows:
-            data = {n: _text(dt, ct, v) for n, (dt, ct), v in zip(names, kinds, r, strict=True)}
+            data = {n: dml_text(dt, ct, v) for n, (dt, ct), v in zip(names, kinds, r, strict=True)}
             change = Change("INSERT", self.t.meta.database, self.t.meta.table, data, pk_names=tuple(self.pk),
                             mysql_type=self.types)
             want[plan.rowkey(change)] = {c: v for c, v in plan.cells(change).items() if v is not None}
@@ -147,8 +146,3 @@ class DocChunks:
                 pass
             self._hb = None
 
-
-def _text(data_type: str, column_type: str, v: Any) -> str | None:
-    if v is not None and data_type in GEOMETRY_TYPES:
-        return bytes(v).hex().upper()
-    return dml_text(data_type, column_type, v)

@@ -8,7 +8,7 @@ import pytest
 
 from adapters.rdb import make_writer
 from adapters.rdb.values import suggest_type
-from sluice_common.mysqltypes import float32_text
+from sluice_common.dmlvalues import float32_text
 from tests.integration.test_rdb_conformance import Env, MariaEnv, PgEnv, apply
 from tests.support import golden
 from tests.support.golden import EVERY_TYPE, EVERY_TYPE_VALUES

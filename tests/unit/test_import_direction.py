@@ -4,7 +4,7 @@
   ETL, operations, repair or command module, no adapter. Capture, store and job share the batch
   record's schema from ``pipeline/store/records.py`` and the native extension from
   ``pipeline/native.py``.
-* ``sluice_common`` (errors, exit codes, logs, secrets, the MySQL type vocabulary and connection
+* ``sluice_common`` (errors, exit codes, logs, secrets, the MySQL type vocabulary, the Dml value rules and connection
   arguments) is below both: it imports neither ``pipeline`` nor ``adapters``.
 * Adapters import nothing of ``pipeline``: what they share with it is ``sluice_common``'s.
 * ``pipeline`` reaches adapters through their contract (``adapters.base``, ``adapters.registry``).

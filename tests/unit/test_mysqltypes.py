@@ -12,11 +12,11 @@ from adapters.es.values import column_kind
 from adapters.hbase.values import native_kind
 from adapters.rdb.values import source_kind
 from pipeline.ops.normalize import dml_text
+from sluice_common.dmlvalues import float32_text
 from sluice_common.mysqltypes import (
     BINARY_TYPES,
     GEOMETRY_TYPES,
     MysqlType,
-    float32_text,
     is_binary,
     parse_type,
     quote_ident,
