@@ -26,7 +26,7 @@ import pymysql
 from adapters.es.config import SourceDb
 from adapters.es.failures import source_error
 from sluice_common.mysqlconn import UTC_SESSION, params
-from sluice_common.mysqltypes import DECIMAL_TYPES, FLOAT_TYPES, INTEGER_TYPES
+from sluice_common.mysqltypes import BINARY_TYPES, DECIMAL_TYPES, FLOAT_TYPES, INTEGER_TYPES, parse_type
 from sluice_common.mysqltypes import quote_ident as q
 
 IN_BATCH = 500
@@ -134,11 +134,10 @@ def requery(src: SourceDb, database: str | None, sql: str, columns: Sequence[tup
 
 def cast_type(mysql_type: str | None) -> str | None:
     """The CAST target that gives a bound string the column's type (None: keep a string)."""
-    t = (mysql_type or "").strip().lower()
-    base = t.split("(")[0].split(" ")[0]
-    args = t[t.find("(") + 1:t.find(")")] if "(" in t and ")" in t else ""
+    t = parse_type(mysql_type)
+    base, args = t.base, t.args
     if base in INTEGER_TYPES or base in ("bit", "year", "bool", "boolean"):
-        return "UNSIGNED" if ("unsigned" in t or base == "bit") else "SIGNED"
+        return "UNSIGNED" if (t.unsigned or base == "bit") else "SIGNED"
     if base in DECIMAL_TYPES:
         return f"DECIMAL({args})" if args else "DECIMAL"
     if base in FLOAT_TYPES:
@@ -149,7 +148,7 @@ def cast_type(mysql_type: str | None) -> str | None:
         return f"DATETIME({args})" if args.isdigit() else "DATETIME"
     if base == "time":
         return f"TIME({args})" if args.isdigit() else "TIME"
-    if base in ("binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob"):
+    if base in BINARY_TYPES:
         return "BINARY"
     return None
 

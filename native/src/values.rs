@@ -1,8 +1,10 @@
 //! Value rules: one lossless text encoding per MySQL column type, read from row-image bytes
 //! and written as a JSON string into the output buffer.
 //!
-//! These mirror `pipeline/capture/values.py` rule for rule (that module documents them and stays
-//! the reference; `tests/unit/test_capture_native.py` checks both give the same text).
+//! These mirror `pipeline/capture/values.py` rule for rule: the rules (which text each type gets)
+//! are written once in Python in `sluice_common/dmlvalues.py`, and `values.py` reads the same
+//! row-image layouts as here and stays the reference; `tests/unit/test_capture_native.py` checks
+//! both give the same text for every type, on random bytes.
 
 use crate::floats::{float32_text, py_repr};
 use crate::json::{push_json_cp1252, push_json_latin1, push_json_str, push_json_utf8_lossless};

@@ -34,7 +34,7 @@ from sluice_common.dmlvalues import (
     time_text,
     year_text,
 )
-from sluice_common.mysqltypes import BINARY_TYPES, GEOMETRY_TYPES, INTEGER_TYPES
+from sluice_common.mysqltypes import BINARY_TYPES, DECIMAL_TYPES, GEOMETRY_TYPES, INTEGER_TYPES
 
 #: values compared as bytes: binary strings and geometry (MySQL 8's ``geomcollection`` as text, as before)
 BLOB_TYPES = (BINARY_TYPES | GEOMETRY_TYPES) - {"geomcollection"}
@@ -180,7 +180,7 @@ def normalizer(data_type: str, column_type: str = "") -> Callable[[Any], Any]:
         return _float32
     if t in ("double", "real"):
         return _double
-    if t in ("decimal", "numeric"):
+    if t in DECIMAL_TYPES:
         return _decimal
     if t in ("datetime", "timestamp"):
         return _datetime

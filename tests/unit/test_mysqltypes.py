@@ -10,7 +10,7 @@ import pytest
 
 from adapters.es.values import column_kind
 from adapters.hbase.values import native_kind
-from adapters.rdb.values import source_kind
+from adapters.rdb.values import source_kind, suggest_type
 from pipeline.ops.normalize import dml_text
 from sluice_common.dmlvalues import float32_text
 from sluice_common.mysqltypes import (
@@ -61,3 +61,18 @@ def test_float32_text_is_the_shortest_round_trip(x):
 
 def test_quote_ident():
     assert quote_ident("a`b") == "`a``b`" and quote_ident("t") == "`t`"
+
+
+@pytest.mark.parametrize("text, hbase, postgresql, sqlite", [
+    ("tinyint(1)", "BYTE", "smallint", "INTEGER"), ("bool", "BYTE", "text", "TEXT"),
+    ("tinyint unsigned", "SHORT", "smallint", "INTEGER"), ("smallint", "SHORT", "smallint", "INTEGER"),
+    ("smallint unsigned", "INTEGER", "integer", "INTEGER"), ("mediumint", "INTEGER", "integer", "INTEGER"),
+    ("mediumint unsigned", "INTEGER", "integer", "INTEGER"), ("int(11)", "INTEGER", "integer", "INTEGER"),
+    ("integer unsigned", "LONG", "bigint", "INTEGER"), ("bigint(20)", "LONG", "bigint", "INTEGER"),
+    ("bigint(20) unsigned", "LONG", "numeric(20,0)", "TEXT"),
+])
+def test_an_integer_type_gets_the_smallest_signed_target_that_holds_it(text, hbase, postgresql, sqlite):
+    """HBase's NATIVE kind and the suggested RDB column come from one size rule
+    (``signed_bytes``), not from a list of the integer types each."""
+    assert native_kind(text) == hbase
+    assert suggest_type("postgresql", text) == postgresql and suggest_type("sqlite", text) == sqlite
