@@ -12,10 +12,10 @@ A change log is used in three roles, and each caller types against the one it us
 
 :class:`LogBase` is what every role has (the driver's local folder, the store's id, the
 capabilities); :class:`ChangeLog` is all three, what :func:`open_store` returns. The kinds:
-:class:`~pipeline.store.files.batchstore.BatchStore` (``store.kind: files``, the embedded default:
+:class:`~pipeline.store.files.store.BatchStore` (``store.kind: files``, the embedded default:
 batch files on a local or shared file system), :class:`~pipeline.store.kafka.store.KafkaStore`
 (``store.kind: kafka``: Kafka topics, canal's MQ mode) and
-:class:`~pipeline.store.kafka.canal.CanalTopicStore` (``writtenBy: canal``: the topics canal-server
+:class:`~pipeline.store.canal.store.CanalTopicStore` (``writtenBy: canal``: the topics canal-server
 writes). They hand out the same batches (``BatchMeta``: batchId, rows, positions), the same ack
 protocol and the same positions ``(batchId, seq, row)``. What one kind does beyond the roles it
 declares in :class:`StoreCapabilities` (the class attribute ``capabilities``); callers ask that
@@ -25,6 +25,7 @@ every role's members.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -128,17 +129,22 @@ def out_of_order_error(group: str, batch_id: int, cursor: int) -> OutOfOrderAckE
     )
 
 
-def open_store(cfg: Config, *, create: bool = True) -> ChangeLog:
-    """The change log ``cfg.store`` describes (``create``: a missing file store is made)."""
+#: the kinds, each a subpackage ``pipeline/store/<kind>/`` with the family's file set
+#: (pipeline/store/README.md; tests/unit/test_store_file_set.py)
+KINDS = ("files", "kafka", "canal")
+
+
+def kind_of(cfg: Config) -> str:
+    """Which kind ``cfg.store`` describes: ``files``, ``kafka`` (Sluice writes the topics) or
+    ``canal`` (canal-server writes them)."""
     if cfg.store.kind == "kafka":
         assert cfg.store.kafka is not None
-        if cfg.store.kafka.writtenBy == "canal":
-            from .kafka.canal import CanalTopicStore
+        return "canal" if cfg.store.kafka.writtenBy == "canal" else "kafka"
+    return "files"
 
-            return CanalTopicStore(cfg, create=create)
-        from .kafka.store import KafkaStore
 
-        return KafkaStore(cfg, create=create)
-    from .files.batchstore import BatchStore
-
-    return BatchStore(cfg.store_dir(), create=create)
+def open_store(cfg: Config, *, create: bool = True) -> ChangeLog:
+    """The change log ``cfg.store`` describes (``create``: a missing file store is made), opened
+    through its kind's ``open_log``."""
+    kind = importlib.import_module(f"{__package__}.{kind_of(cfg)}")
+    return kind.open_log(cfg, create=create)

@@ -62,8 +62,8 @@ def test_each_declared_capability_is_there_to_use(kind):
 
 
 def test_every_change_log_declares_its_capabilities():
-    from pipeline.store.files.batchstore import BatchStore
-    from pipeline.store.kafka.canal import CanalTopicStore
+    from pipeline.store.canal.store import CanalTopicStore
+    from pipeline.store.files.store import BatchStore
     from pipeline.store.kafka.store import KafkaStore
 
     for cls in (BatchStore, KafkaStore, CanalTopicStore):

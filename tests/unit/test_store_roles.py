@@ -11,9 +11,9 @@ from typing import Protocol
 
 import pytest
 
+from pipeline.store.canal.store import CanalTopicStore
 from pipeline.store.changelog import AdminLog, CaptureLog, ChangeLog, GroupLog, LogBase, StoreCapabilities
-from pipeline.store.files.batchstore import BatchStore
-from pipeline.store.kafka.canal import CanalTopicStore
+from pipeline.store.files.store import BatchStore
 from pipeline.store.kafka.store import KafkaStore
 
 REPO = Path(__file__).resolve().parents[2]

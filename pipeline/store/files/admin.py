@@ -1,6 +1,6 @@
-"""Batch store maintenance: crash recovery, prune, status, and the consumer-side errors.
+"""Batch store maintenance: crash recovery, prune, drop, and the consumer-side errors.
 
-Kept apart from :mod:`pipeline.store.files.batchstore` so that the main class stays about the
+Kept apart from :mod:`pipeline.store.files.store` so that the main class stays about the
 protocol; every function here takes the store as its first argument.
 """
 
@@ -10,13 +10,12 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from pipeline.fsutil import fsync_dir, remove_stray_temps
-from pipeline.state.locks import lock_holders
 from sluice_common.errors import StoreError
 
 from ..meta import BatchMeta, data_name, meta_name, validate_group
 
 if TYPE_CHECKING:
-    from .batchstore import BatchStore
+    from .store import BatchStore
 
 log = logging.getLogger("sluice.store")
 
@@ -148,32 +147,3 @@ def drop_from(store: BatchStore, first: int) -> dict[str, Any]:
     store.set_start_position(pos, force=True)
     log.info("dropped batches %d..%d for re-capture from %s", first, ids[-1], pos)
     return pos
-
-
-def status(store: BatchStore) -> dict[str, Any]:
-    """Batch count, first/last batchId, last position, per-group progress, lock holders.
-
-    A lock holder with ``alive: false`` died without releasing; the next acquirer takes
-    the lock over. ``alive: null`` means the holder is on another host.
-    """
-    metas = store.batches()
-    groups: dict[str, Any] = {}
-    for g in store.groups():
-        cursor = store.cursor(g)
-        pending = [m for m in metas if m.batch_id > cursor]
-        groups[g] = {
-            "cursor": cursor,
-            "pending_batches": len(pending),
-            "pending_rows": sum(m.rows for m in pending),
-        }
-    return {
-        "root": str(store.root),
-        "batches": len(metas),
-        "first_batch": metas[0].batch_id if metas else None,
-        "last_batch": metas[-1].batch_id if metas else None,
-        "bytes": sum(m.size for m in metas),
-        "rows": sum(m.rows for m in metas),
-        "last_position": store.last_position(),
-        "groups": groups,
-        "locks": lock_holders(store.lock_dir),
-    }

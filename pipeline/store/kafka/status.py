@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from .store import KafkaStore
 
 
-def kafka_status(store: KafkaStore) -> dict[str, Any]:
+def status(store: KafkaStore) -> dict[str, Any]:
     """The file store's status keys, plus ``kafka``: topics, end offsets, and per group its
     committed offsets and lag (what ``kafka-consumer-groups --describe`` shows)."""
     metas = store.batches()

@@ -10,8 +10,9 @@
 * Locks, the run log and dead letters stay in the local folder ``store.path/<source>`` of the
   driver (the executors only read Kafka and write the targets).
 
-With ``writtenBy: canal`` the topics are canal-server's (:mod:`.canal`): no batch topic, nothing
-to capture; a group's work is every partition from its committed offset to the end.
+With ``writtenBy: canal`` the topics are canal-server's: that is the sibling kind
+:mod:`pipeline.store.canal` (no batch topic, nothing to capture). What both kinds on Kafka share
+(the local folder, the apply lock, retention checks) is :mod:`.base`.
 """
 
 from __future__ import annotations
@@ -22,19 +23,18 @@ import time
 import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 from pipeline.config import Config
-from pipeline.fsutil import not_writable
 from pipeline.state.locks import HeldLock, acquire
 from pipeline.store.changelog import StoreCapabilities, out_of_order_error
 from pipeline.store.meta import validate_group, validate_position
 from sluice_common.errors import OutOfOrderAckError, StoreError
 
 from . import batches as records
+from .base import TopicsBase
 from .batches import KafkaBatch, to_batch
-from .client import Topics, commit, committed, list_offsets
+from .client import commit, committed, list_offsets
 from .producer import BatchProducer
 from .routing import Router
 
@@ -44,24 +44,18 @@ from .routing import Router
 KEEP_ALIVE_S = int(os.environ.get("SLUICE_KAFKA_KEEP_ALIVE_S", "3600"))
 
 
-class KafkaStore:
+class KafkaStore(TopicsBase):
     """The Kafka change log of one source (see the module docstring)."""
 
-    kind = "kafka"
     capabilities = StoreCapabilities()  # batches keep the binlog's order across partitions (positions)
 
     def __init__(self, cfg: Config, *, create: bool = True):
-        self.cfg = cfg
-        self.topics = Topics.of(cfg)
-        self.root = cfg.store_dir().absolute()
-        self.lock_dir = self.root / "locks"
+        super().__init__(cfg)  # cfg, topics, root, lock_dir, _handed, _metas
         self._capture: HeldLock | None = None
         self._producer: BatchProducer | None = None
         self._next_id = 1
         self._offsets: dict[tuple[str, int], int] = {}
         self._id: str | None = None
-        self._handed: dict[str, int] = {}
-        self._metas: dict[int, KafkaBatch] = {}
         self._read_from: int | None = None  # the batch topic's offsets [_read_from, _read_to) are in _metas
         self._read_to = 0
         self._seen_end: int | None = None  # the batch topic's end offset when _metas was last brought up to it
@@ -75,17 +69,6 @@ class KafkaStore:
     def __repr__(self) -> str:
         return f"KafkaStore({self.topics.bootstrap!r}, {self.topics.topic!r})"
 
-    # ---- the local folder --------------------------------------------------------------
-    def check_writable(self) -> None:
-        for d in (self.root, self.lock_dir):
-            try:
-                d.mkdir(parents=True, exist_ok=True)
-                probe = d / f".sluice-probe-{uuid.uuid4().hex}.tmp"
-                probe.write_bytes(b"")
-                probe.unlink()
-            except OSError as e:
-                raise not_writable(d, OSError(e.errno, e.strerror)) from None
-
     @property
     def store_id(self) -> str:
         """The id every batch record carries (made by the first capture); targets record ordered
@@ -96,10 +79,6 @@ class KafkaStore:
             last = records.last_record(self.topics)
             self._id = str(last[1].get("storeId")) if last else ""
         return self._id or f"kafka-{self.topics.topic}"
-
-    def lineage(self) -> tuple[int, tuple[tuple[int, int], ...]]:
-        """Kafka batches are never re-cut (no ``recapture``): always generation 0."""
-        return 0, ()
 
     # ---- capture ------------------------------------------------------------------------
     @contextmanager
@@ -324,22 +303,6 @@ class KafkaStore:
             raise FileNotFoundError(f"batch {batch_id}") from None
 
     # ---- groups ---------------------------------------------------------------------------
-    @contextmanager
-    def apply_lock(self, group: str) -> Iterator[HeldLock]:
-        validate_group(group)
-        self.lock_dir.mkdir(parents=True, exist_ok=True)
-        held = acquire(self.lock_dir / f"apply.{group}.lock", f"apply ({group})",
-                       f"only one job may apply group {group!r} at a time: wait for it to finish")
-        try:
-            held.cleaned = []
-            yield held
-        finally:
-            held.release()
-
-    def check_apply_free(self, group: str) -> None:
-        with self.apply_lock(group):
-            pass
-
     def cursor(self, group: str) -> int:
         """The newest batchId the group acked (its commit metadata on the batch topic; 0: none)."""
         validate_group(group)
@@ -400,22 +363,6 @@ class KafkaStore:
             f"outage, then rebuild the group's targets (sluice bootstrap) or move its cursor past the gap "
             f"(sluice store set-cursor --group {group} --to {first - 1})")
 
-    def _check_retained(self, group: str, pending: list[KafkaBatch]) -> None:
-        need = {tp: o for tp, o in pending[0].start_offsets.items() if o < pending[-1].end_offsets.get(tp, 0)}
-        for tp in pending[-1].end_offsets:
-            need.setdefault(tp, 0)
-        need = {tp: o for tp, o in need.items() if pending[-1].end_offsets.get(tp, 0) > o}
-        low = list_offsets(self.topics, sorted(need), "earliest")
-        lost = [(tp, need[tp], low[tp]) for tp in sorted(need) if low[tp] > need[tp]]
-        if lost:
-            (t, p), want, first = lost[0]
-            raise StoreError(
-                f"group {group} needs {t} partition {p} from offset {want} (batch {pending[0].batch_id}), but the "
-                f"partition starts at offset {first}: retention deleted records the group had not acked"
-                + (f" ({len(lost)} partitions)" if len(lost) > 1 else ""),
-                hint="nothing was applied or acked; raise the topics' retention.ms above the longest outage, then "
-                "rebuild the group's targets (sluice bootstrap) or move its cursor past the gap (store set-cursor)")
-
     def ack(self, group: str, batch_id: int) -> None:
         """Commit the group's offsets at the end of ``batch_id`` (exactly cursor + 1)."""
         self.ack_round(group, [batch_id])
@@ -448,10 +395,6 @@ class KafkaStore:
         offsets[bt] = batch_offset + 1 if batch_offset > 0 else 0
         commit(self.topics, group, offsets, {bt: json.dumps({"batchId": batch_id})})
 
-    def rollback(self, group: str) -> None:
-        validate_group(group)
-        self._handed.pop(group, None)
-
     def set_cursor(self, group: str, batch_id: int) -> int:
         """Move the group's offsets to the end of ``batch_id`` (0: the start of every partition)."""
         previous = self.cursor(group)
@@ -478,14 +421,6 @@ class KafkaStore:
         self._handed.pop(group, None)
         return previous
 
-    def prune(self, retain: int = 0) -> list:
-        """Kafka's retention deletes old records; nothing to do here."""
-        return []
-
-    def drop_from(self, first: int) -> dict[str, Any]:
-        raise StoreError("`store recapture` is for the file store: Kafka batches are committed whole by the "
-                         "broker and never corrupt on disk", hint="to apply batches again: store set-cursor")
-
     # ---- the job ---------------------------------------------------------------------------
     def frame(self, spark: Any, batches: list[KafkaBatch], ordered: bool) -> Any:
         from .frame import kafka_frame
@@ -495,11 +430,6 @@ class KafkaStore:
     def pending(self, group: str) -> list[KafkaBatch]:
         """The batches after the group's cursor (what its next sync applies)."""
         return self.batches(since=self.cursor(group))
-
-    def in_order(self, batches: list[KafkaBatch]) -> bool:
-        """True when the round's records come from one partition (offset order is batch order)."""
-        s, e = batches[0].start_offsets, batches[-1].end_offsets
-        return sum(1 for tp, o in e.items() if o > s.get(tp, 0)) <= 1
 
     def ddl_records(self, batches: list[KafkaBatch]) -> list[dict[str, Any]] | None:
         """The DDL records of ``batches``, read from where their batch records say they are."""
@@ -513,12 +443,6 @@ class KafkaStore:
         return f"{self.store_id}:{group}"
 
     def status(self) -> dict[str, Any]:
-        from .status import kafka_status
+        from .status import status
 
-        return kafka_status(self)
-
-    def verify(self, batch: Any, *, deep: bool = True) -> None:
-        """Batch records are checked when read; nothing else to verify on a broker."""
-
-    def path_of(self) -> Path:
-        return self.root
+        return status(self)

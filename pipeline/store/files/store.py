@@ -417,4 +417,6 @@ class BatchStore:
 
     def status(self) -> dict[str, Any]:
         """A JSON-ready summary for ``sluice store status``."""
-        return admin.status(self)
+        from .status import status
+
+        return status(self)

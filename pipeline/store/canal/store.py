@@ -4,29 +4,42 @@ canal's records carry no batch ids and there is no batch topic, so a group's wor
 partition of the topic from the group's committed offset to its last stable offset, taken as
 one round ("batch") per sync; the cursor is the number of records the group has acked (the sum
 of its committed offsets). A record's position is where it is (``batchId = offset + 1``,
-``seq = partition``, :mod:`.frame`): the source order within a partition, which is all canal's
-topics keep. On a one-partition topic (canal's default: no ``canal.mq.partitionsNum``) that is
-the binlog's order, so DDL barriers and ordered groups are exact. On several partitions canal
-has dropped the order across them (DDL goes to partition 0, rows by key hash): Sluice keeps
+``seq = partition``, :mod:`pipeline.store.kafka.frame`): the source order within a partition, which
+is all canal's topics keep. On a one-partition topic (canal's default: no ``canal.mq.partitionsNum``)
+that is the binlog's order, so DDL barriers and ordered groups are exact. On several partitions
+canal has dropped the order across them (DDL goes to partition 0, rows by key hash): Sluice keeps
 per-key order, refuses groups that need more (docs/kafka.md), and records no positions.
+
+A sibling of the Kafka store, not a kind of it: both stand on :class:`~pipeline.store.kafka.base.TopicsBase`
+(the local folder, the apply lock, retention checks) and read Kafka through ``kafka/client.py``
+and ``kafka/frame.py``. Capture's role is there only to refuse: canal-server writes these topics.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from typing import Any, NoReturn
 
+from pipeline.config import Config
+from pipeline.state.locks import HeldLock
 from pipeline.store.changelog import StoreCapabilities
+from pipeline.store.kafka.base import TopicsBase
+from pipeline.store.kafka.batches import KafkaBatch
+from pipeline.store.kafka.client import commit, committed, list_offsets, partitions_of
 from sluice_common.errors import ConfigError, StoreError
 
-from .batches import KafkaBatch
-from .client import committed, list_offsets, partitions_of
-from .store import KafkaStore
 
-
-class CanalTopicStore(KafkaStore):
+class CanalTopicStore(TopicsBase):
     """A topic canal-server writes; Sluice reads and acks it (see the module docstring)."""
 
     capabilities = StoreCapabilities(checks_plan=True)  # on several partitions, ordered groups are refused
+
+    def __init__(self, cfg: Config, *, create: bool = True):
+        super().__init__(cfg)
+
+    def __repr__(self) -> str:
+        return f"CanalTopicStore({self.topics.bootstrap!r}, {self.topics.topic!r})"
 
     def _partitions(self) -> list[tuple[str, int]]:
         n = partitions_of(self.topics, [self.topics.topic]).get(self.topics.topic)
@@ -44,27 +57,67 @@ class CanalTopicStore(KafkaStore):
         """One partition: positions follow the binlog."""
         return len(self._partitions()) == 1
 
+    # ---- capture: canal-server writes these topics ------------------------------------------
+    def _not_captured(self) -> NoReturn:
+        raise StoreError(f"store.kafka.writtenBy is canal: the topic {self.topics.topic} is written by canal-server, "
+                         "so Sluice does not capture into it",
+                         hint="run `sluice sync`/`run` to apply it; capture needs writtenBy: sluice")
+
+    @contextmanager
+    def capture_lock(self) -> Iterator[HeldLock]:
+        self._not_captured()
+        yield  # type: ignore[misc]  # (never reached)
+
+    def set_start_position(self, pos: dict[str, Any], force: bool = False) -> None:
+        self._not_captured()
+
+    def keep_alive(self) -> None:
+        self._not_captured()
+
+    def append_lines(self, lines: list[bytes], *, rows: int, ddl: tuple[int, ...], start: dict[str, Any],
+                     end: dict[str, Any], split: bool = False) -> KafkaBatch:
+        self._not_captured()
+
+    def append(self, records: Iterable[dict[str, Any]], *, start: dict[str, Any], end: dict[str, Any],
+               split: bool = False) -> KafkaBatch:
+        self._not_captured()
+
     def last_position(self) -> dict[str, Any] | None:
         return None
 
+    # ---- batches: one round per sync, no batch records ----------------------------------------
     def batches(self, since: int = 0) -> list[KafkaBatch]:
         return []
 
-    def _range(self, group: str) -> tuple[dict, dict]:
+    def batch_ids(self) -> list[int]:
+        return []
+
+    def newest_batch_id(self) -> int:
+        return 0
+
+    def meta(self, batch_id: int) -> KafkaBatch:
+        """A round handed out by :meth:`get` (FileNotFoundError: none such)."""
+        try:
+            return self._metas[batch_id]
+        except KeyError:
+            raise FileNotFoundError(f"round {batch_id}") from None
+
+    # ---- groups -------------------------------------------------------------------------------
+    def group_range(self, group: str) -> tuple[dict, dict]:
         tps = self._partitions()
         got = committed(self.topics, group, tps)
         start = {tp: got[tp][0] if tp in got else 0 for tp in tps}
         return start, list_offsets(self.topics, tps)
 
     def cursor(self, group: str) -> int:
-        return sum(self._range(group)[0].values())
+        return sum(self.group_range(group)[0].values())
 
     def groups(self) -> list[str]:
         return [g.groupId for g in self.cfg.groups]
 
     def pending(self, group: str) -> list[KafkaBatch]:
         """The group's whole pending range as one round (a list of one), or none."""
-        start, end = self._range(group)
+        start, end = self.group_range(group)
         records = sum(max(0, end[tp] - start[tp]) for tp in start)
         if not records:
             return []
@@ -88,8 +141,6 @@ class CanalTopicStore(KafkaStore):
         b = self._metas.get(batch_id)
         if b is None or self._handed.get(group) != batch_id:
             raise StoreError(f"cannot ack round {batch_id} of group {group}: it was not handed out")
-        from .client import commit
-
         commit(self.topics, group, dict(b.end_offsets), {})
 
     def ack_round(self, group: str, batch_ids: list[int]) -> None:
@@ -101,13 +152,12 @@ class CanalTopicStore(KafkaStore):
             raise StoreError("on a canal topic the cursor can only be reset to 0 (every record again)",
                              hint="kafka-consumer-groups --reset-offsets moves a canal group's offsets by hand")
         previous = self.cursor(group)
-        from .client import commit
-
         commit(self.topics, group, {tp: 0 for tp in self._partitions()}, {})
         return previous
 
+    # ---- the job ------------------------------------------------------------------------------
     def frame(self, spark: Any, batches: list[KafkaBatch], ordered: bool) -> Any:
-        from .frame import kafka_frame
+        from pipeline.store.kafka.frame import kafka_frame
 
         return kafka_frame(spark, self.topics, batches[0].start_offsets, batches[-1].end_offsets, canal=True)
 
@@ -131,16 +181,6 @@ class CanalTopicStore(KafkaStore):
                               hint="let canal write one partition (no canal.mq.partitionsNum), or capture with Sluice")
 
     def status(self) -> dict[str, Any]:
-        from pipeline.state.locks import lock_holders
+        from .status import status
 
-        groups = {}
-        for g in self.groups():
-            start, end = self._range(g)
-            groups[g] = {"cursor": sum(start.values()), "pending_batches": 1 if end != start else 0,
-                         "pending_rows": sum(end[tp] - start[tp] for tp in start), "kafka_lag":
-                         sum(end[tp] - start[tp] for tp in start),
-                         "partitions": {f"{t}/{p}": end[(t, p)] - start[(t, p)] for t, p in start}}
-        return {"root": str(self.root), "kind": "kafka", "writtenBy": "canal", "batches": 0, "first_batch": None,
-                "last_batch": None, "bytes": 0, "rows": 0, "last_position": None, "groups": groups,
-                "locks": lock_holders(self.lock_dir),
-                "kafka": {"bootstrap": self.topics.bootstrap, "topic": self.topics.topic}}
+        return status(self)
