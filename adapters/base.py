@@ -121,7 +121,7 @@ class Capabilities:
     #: rows they change; a target without them is warned about mapped tables the source cascades into
     foreign_keys: bool = False
     #: how ``sluice verify`` and ``sluice repair`` compare it with the source: ``checksums`` (every row,
-    #: chunked checksums over a DB-API connection, pipeline/ops/verify_rdb.py), ``documents`` (counts and
+    #: chunked checksums over a DB-API connection, adapters/rdb/verify.py), ``documents`` (counts and
     #: a sample of documents by ``_id``) or ``rows`` (counts and a sample of rows by row key)
     compare: Literal["checksums", "documents", "rows"] = "rows"
 
@@ -168,6 +168,29 @@ class SampleCheck:
     count_note: str = ""
 
 
+@dataclass
+class Column:
+    """One compared column of a :class:`TablePair`: its source and target names, source types."""
+
+    source: str
+    target: str
+    data_type: str
+    column_type: str
+
+
+@dataclass
+class TablePair:
+    """One source table and its RDB target table, with the compared columns and the key (resolved
+    from a dbMapping and the source's catalog by the caller; compared by the RDB verifier)."""
+
+    source_db: str
+    source_table: str
+    target_schema: str | None
+    target_table: str
+    columns: list[Column]             # every compared column, key columns first
+    nkey: int                         # how many of ``columns`` form the key (0: no key)
+
+
 class Writer(abc.ABC):
     """One open connection to one target, applying the changes of its mappings."""
 
@@ -204,3 +227,52 @@ class Writer(abc.ABC):
     @abc.abstractmethod
     def close(self) -> None:
         """Release the connection."""
+
+
+class Verifier:
+    """What ``sluice verify`` and ``sluice repair`` ask of one target (factory ``make_verifier``).
+    Which methods an adapter has follows its ``Capabilities.compare``; the others raise.
+
+    * ``checksums``: :meth:`read_connection`, :meth:`compare` (a :class:`TablePair`, every row);
+    * ``documents`` and ``rows``: :meth:`describe`, :meth:`source_table`, :meth:`check_sample`
+      (counts and a sample), :meth:`differing` (a key range, for repair).
+    """
+
+    def __init__(self, target: Any, mappings: tuple[Any, ...]):
+        self.target = target
+        self.mappings = mappings
+
+    def _unsupported(self, what: str) -> NotImplementedError:
+        return NotImplementedError(f"{type(self).__name__} has no {what} (see its Capabilities.compare)")
+
+    def read_connection(self) -> Any:
+        """A DB-API connection to the target (the caller closes it)."""
+        raise self._unsupported("read_connection")
+
+    def compare(self, source: Any, target_conn: Any, pair: TablePair, diff: Any, chunk: int) -> Any:
+        """Compare ``pair`` chunk by chunk between the DB-API connections ``source`` and
+        ``target_conn``, filling the counts, chunks and keys of the report record ``diff``."""
+        raise self._unsupported("compare")
+
+    def describe(self, mapping: Any) -> tuple[str, str]:
+        """``(source table, target)`` of a mapping, as verify names them."""
+        raise self._unsupported("describe")
+
+    def source_table(self, mapping: Any) -> tuple[str | None, str]:
+        """``(database or None, table)`` of the source table a mapping's documents/rows are keyed by."""
+        raise self._unsupported("source_table")
+
+    def check_sample(self, mapping: Any, sample: int, read_source: Any) -> SampleCheck:
+        """Counts on both sides and ``sample`` documents/rows compared; ``read_source()`` gives
+        ``(source rows, sampled source rows as INSERT changes)`` to an adapter that needs them."""
+        raise self._unsupported("check_sample")
+
+    def differing(self, mapping: Any, database: str, key_names: list[str], read_keys: Any,
+                  read_changes: Any) -> int:
+        """How many source rows of a key range the target holds differently (0 when the range has
+        none); the source read through ``read_keys()`` (their ``key_names`` values) or
+        ``read_changes()`` (the rows as INSERT changes), read anew on each call."""
+        raise self._unsupported("differing")
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release what the verifier holds open."""

@@ -57,6 +57,12 @@ def make_writer(kind: str, target: Any, mappings: tuple) -> Any:
     return _factory(kind).make_writer(target, mappings)
 
 
+def make_verifier(kind: str, target: Any, mappings: tuple) -> Any:
+    """What ``sluice verify`` and ``sluice repair`` ask of a target (an :class:`adapters.base.Verifier`;
+    which of its methods apply follows ``capabilities(kind).compare``)."""
+    return _factory(kind).make_verifier(target, mappings)
+
+
 def key_rules(kind: str, target: Any, target_id: str, mappings: list[tuple[int, Any]]) -> Any:
     """The adapter's partitioning rules for these ``(midx, mapping)`` (None: plain key hashing,
     e.g. Elasticsearch ``_id`` and HBase row keys, which compare bytes)."""

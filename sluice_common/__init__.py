@@ -11,6 +11,10 @@
   (sizes and ranges), float, decimal, temporal, binary and spatial type names, identifier quoting).
 * :mod:`sluice_common.dmlvalues`: the Dml record's value text rules (a decoded value -> its
   string), shared by capture, the full load and verify.
+* :mod:`sluice_common.normalize`: values read back from a source or a target made comparable
+  across drivers, and source values as capture's Dml text (verify, repair).
+* :mod:`sluice_common.chunksql`: the SQL of a chunked compare that the source and an RDB target
+  both run (key ranges, checksums, select lists), for verify (adapters/rdb) and repair (pipeline).
 
 This package imports nothing from ``pipeline`` or ``adapters``
 (``tests/unit/test_import_direction.py``). The adapter contract stays ``adapters/base.py``.

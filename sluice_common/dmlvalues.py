@@ -5,7 +5,7 @@ string or null. Three readers produce those strings and must agree byte for byte
 the binlog's row images (``pipeline/capture/values.py``; ``native/src/values.rs`` is the same
 rules in Rust, held equal by tests/unit/test_capture_native.py), the full load from a
 ``SELECT`` (``pipeline/etl/values.py``) and ``verify`` from values pymysql converted
-(``pipeline/ops/normalize.py``). Each of them decodes its own input (bytes at an offset, the
+(``sluice_common/normalize.py``). Each of them decodes its own input (bytes at an offset, the
 server's text, a Python ``datetime``) into the parts below; the text is made here:
 
 * integers: decimal text (:func:`integer_text`); BIT(n): the bits as an unsigned number,

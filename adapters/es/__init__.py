@@ -13,10 +13,11 @@ Semantics: docs/es.md.
 from __future__ import annotations
 
 from adapters.es.config import EsTarget, SourceDb
-from adapters.es.factory import key_rules, make_writer, target_from_adapter
+from adapters.es.factory import key_rules, make_verifier, make_writer, target_from_adapter
 from adapters.es.writer import EsWriter
 
-__all__ = ["EsTarget", "EsWriter", "SourceDb", "key_rules", "make_writer", "reset_caches", "target_from_adapter"]
+__all__ = ["EsTarget", "EsWriter", "SourceDb", "key_rules", "make_verifier", "make_writer", "reset_caches",
+           "target_from_adapter"]
 
 
 def reset_caches() -> None:

@@ -7,6 +7,7 @@ from typing import Any
 
 from adapters.base import Capabilities
 from adapters.es.config import EsTarget, target_of
+from adapters.es.verify import EsVerifier
 from adapters.es.writer import EsWriter
 
 #: documents by ``_id``: no lineage or positions recorded, no foreign keys; compared by counts and a sample
@@ -21,6 +22,12 @@ def target_from_adapter(adapter: Any, file: str, key: str, cfg: Any = None) -> E
 def make_writer(target: EsTarget, mappings: tuple[Any, ...]) -> EsWriter:
     """A new, unopened writer for ``target`` applying ``mappings`` (Mappings with an esMapping)."""
     return EsWriter(target, tuple(mappings))
+
+
+def make_verifier(target: EsTarget, mappings: tuple[Any, ...]) -> EsVerifier:
+    """What ``sluice verify``/``repair`` ask of ``target``: counts, sampled documents, a key range's
+    documents (adapters/es/verify.py)."""
+    return EsVerifier(target, tuple(mappings))
 
 
 def key_rules(target: EsTarget, target_id: str, mappings: list[tuple[int, Any]]) -> None:

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from adapters.hbase.client import close_all
 from adapters.hbase.config import HbaseTarget
-from adapters.hbase.factory import key_rules, make_writer, target_from_adapter
+from adapters.hbase.factory import key_rules, make_verifier, make_writer, target_from_adapter
 from adapters.hbase.writer import HbaseWriter
 
-__all__ = ["HbaseTarget", "HbaseWriter", "key_rules", "make_writer", "reset_caches", "target_from_adapter"]
+__all__ = ["HbaseTarget", "HbaseWriter", "key_rules", "make_verifier", "make_writer", "reset_caches",
+           "target_from_adapter"]
 
 
 def reset_caches() -> None:

@@ -19,6 +19,6 @@ Semantics: docs/es.md (the OpenSearch section).
 from __future__ import annotations
 
 from adapters.es import EsTarget, EsWriter, reset_caches
-from adapters.opensearch.factory import key_rules, make_writer, target_from_adapter
+from adapters.opensearch.factory import key_rules, make_verifier, make_writer, target_from_adapter
 
-__all__ = ["EsTarget", "EsWriter", "key_rules", "make_writer", "reset_caches", "target_from_adapter"]
+__all__ = ["EsTarget", "EsWriter", "key_rules", "make_verifier", "make_writer", "reset_caches", "target_from_adapter"]

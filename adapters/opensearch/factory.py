@@ -7,10 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 from adapters.es.config import EsTarget, target_of
-from adapters.es.factory import CAPABILITIES, key_rules, make_writer
+from adapters.es.factory import CAPABILITIES, key_rules, make_verifier, make_writer
 from adapters.opensearch.config import PRODUCT
 
-__all__ = ["CAPABILITIES", "key_rules", "make_writer", "target_from_adapter"]
+__all__ = ["CAPABILITIES", "key_rules", "make_verifier", "make_writer", "target_from_adapter"]
 
 
 def target_from_adapter(adapter: Any, file: str, key: str, cfg: Any = None) -> EsTarget:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from adapters.rdb import applied, schema
 from adapters.rdb.config import RdbTable, RdbTarget, TlsOptions
-from adapters.rdb.factory import key_rules, make_writer, target_from_adapter
+from adapters.rdb.factory import key_rules, make_verifier, make_writer, target_from_adapter
 from adapters.rdb.writer import RdbWriter
 
 
@@ -29,7 +29,7 @@ def after_ddl() -> None:
     applied.forget()
 
 
-__all__ = ["RdbTable", "RdbTarget", "RdbWriter", "TlsOptions", "after_ddl", "key_rules", "make_writer",
+__all__ = ["RdbTable", "RdbTarget", "RdbWriter", "TlsOptions", "after_ddl", "key_rules", "make_verifier", "make_writer",
            "reset_caches", "target_from_adapter"]
 
 

@@ -1,5 +1,6 @@
 """The RDB adapter's entry points, with the signatures every adapter's factory.py has
-(adapters/README.md): the target of an ``outerAdapters`` entry, a writer, the partition rules."""
+(adapters/README.md): the target of an ``outerAdapters`` entry, a writer, a verifier, the partition
+rules."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Any
 
 from adapters.base import Capabilities
 from adapters.rdb.config import RdbTarget
+from adapters.rdb.verify import RdbVerifier
 from adapters.rdb.writer import RdbWriter
 
 #: the writer tracks lineage and the applied source position (``_sluice_progress``, the DDL ledger,
@@ -18,6 +20,12 @@ CAPABILITIES = Capabilities(lineage=True, positions=True, source_charsets=True, 
 def make_writer(target: RdbTarget, mappings: tuple[Any, ...]) -> RdbWriter:
     """A new, unopened writer for ``target`` applying ``mappings`` (RdbTable or dbMapping Mappings)."""
     return RdbWriter(target, tuple(mappings))
+
+
+def make_verifier(target: RdbTarget, mappings: tuple[Any, ...]) -> RdbVerifier:
+    """What ``sluice verify``/``repair`` ask of ``target``: its read connection and the chunked
+    checksum compare of a table pair (adapters/rdb/verify.py)."""
+    return RdbVerifier(target, tuple(mappings))
 
 
 def target_from_adapter(adapter: Any, file: str, key: str, cfg: Any = None) -> RdbTarget:

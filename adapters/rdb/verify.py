@@ -1,20 +1,135 @@
-"""The RDB adapter's face for ``sluice verify``: a connection to read the target with.
+"""The RDB adapter's face for ``sluice verify`` and ``sluice repair``: the chunked compare.
 
-A relational target holds copies of the source tables, so ``sluice verify`` compares them
-completely, chunk by chunk, with checksums both sides compute (pipeline/ops/verify_rdb.py,
-which speaks to each side through a plain DB-API connection and its dialect name). This
-module gives that connection for a target, from the adapter's own pool (client.py).
+A relational target holds copies of the source tables, so it is compared completely, chunk by
+chunk (pt-table-checksum style), over plain DB-API connections: the source's (pymysql, the caller
+opens it) and the target's from the adapter's own pool (client.py).
+
+1. **Chunks.** The source table's primary key is walked in key order
+   (``SELECT pk ... WHERE pk > last ORDER BY pk LIMIT 1 OFFSET n-1``) to find chunk upper
+   bounds; the first chunk is open below and the last open above, so target rows outside the
+   source's key range are still compared.
+2. **Checksums.** On a MySQL/MariaDB target each chunk is summed with the same SQL on both
+   sides: ``COUNT(*)`` and ``BIT_XOR`` of the first 64 bits of ``MD5(CONCAT_WS('#', cols...,
+   CONCAT(ISNULL(col)...)))`` (pt-table-checksum's expression with a 64-bit hash instead of
+   CRC32; :mod:`sluice_common.chunksql`), both sessions at ``time_zone='+00:00'``. Other targets
+   (PostgreSQL, SQLite) print values differently, so their chunks are read as rows and normalized
+   in Python (:mod:`sluice_common.normalize`) and compared by a hash of the normalized rows.
+3. **Drill-down.** A chunk whose checksums differ is read from both sides; rows are matched by
+   primary key after normalization and listed as *missing* (in the source only), *extra* (in
+   the target only) or *changed*. Missing and extra keys of all chunks are matched up at the
+   end, so a key that a different collation put into another chunk is not reported twice.
+
+Tables without a primary key are compared as one chunk, as multisets of normalized rows. Which
+source table goes with which target table and columns (:class:`adapters.base.TablePair`) the
+caller resolves from the mapping and the source's catalog (pipeline/ops/verify_source.py).
 """
 
 from __future__ import annotations
 
+import time
+from collections import Counter
 from typing import Any
 
+from adapters.base import TablePair, Verifier
 from adapters.rdb.client import engine_for
 from adapters.rdb.config import RdbTarget
+from sluice_common.chunksql import Side, boundaries, checksum_sql, range_clause, select_list
+from sluice_common.normalize import normalize_row, normalizer
 
 
 def read_connection(target: RdbTarget) -> Any:
     """A DB-API connection to ``target`` from its pool (the caller closes it); its dialect is
     ``target.dialect``."""
     return engine_for(target).raw_connection()
+
+
+class RdbVerifier(Verifier):
+    """``compare == "checksums"``: every row, chunk by chunk (factory.make_verifier)."""
+
+    def read_connection(self) -> Any:
+        return read_connection(self.target)
+
+    def compare(self, source: Any, target_conn: Any, pair: TablePair, diff: Any, chunk: int) -> Any:
+        return compare_table(Side(source, "mysql"), Side(target_conn, self.target.dialect), pair, diff, chunk)
+
+
+def compare_table(src: Side, tgt: Side, pair: TablePair, diff: Any, chunk: int = 1000) -> Any:
+    """Compare one table pair chunk by chunk, filling ``diff`` (the caller's report record: its
+    ``source_rows``, ``target_rows``, ``method``, ``chunks``, ``differing_chunks``, ``missing``,
+    ``extra``, ``changed``, ``changed_columns`` and ``seconds`` are set)."""
+    t0 = time.monotonic()
+    st = src.table(pair.source_db, pair.source_table)
+    tt = tgt.table(pair.target_schema, pair.target_table)
+    scols = [c.source for c in pair.columns]
+    tcols = [c.target for c in pair.columns]
+    floats = [c.data_type == "float" for c in pair.columns]
+    funcs = [normalizer(c.data_type, c.column_type) for c in pair.columns]
+    diff.source_rows = int(src.rows(f"SELECT COUNT(*) FROM {st}", [])[0][0])
+    diff.target_rows = int(tgt.rows(f"SELECT COUNT(*) FROM {tt}", [])[0][0])
+    if pair.nkey == 0:
+        diff.method = "rows (no primary key: one chunk, rows as a multiset)"
+        diff.chunks = 1
+        a = Counter(normalize_row(tuple(r), funcs)
+                    for r in src.rows(f"SELECT {select_list(src, scols, floats)} FROM {st}", []))
+        b = Counter(normalize_row(tuple(r), funcs)
+                    for r in tgt.rows(f"SELECT {select_list(tgt, tcols, floats)} FROM {tt}", []))
+        diff.missing = [r for r, n in (a - b).items() for _ in range(n)]
+        diff.extra = [r for r, n in (b - a).items() for _ in range(n)]
+        diff.differing_chunks = int(bool(diff.missing or diff.extra))
+        diff.seconds = time.monotonic() - t0
+        return diff
+    same_sql = tgt.dialect in ("mysql", "mariadb")
+    diff.method = "checksum (MD5-64 BIT_XOR per chunk)" if same_sql else "rows (normalized per chunk)"
+    skeys, tkeys = scols[: pair.nkey], tcols[: pair.nkey]
+    bounds = boundaries(src, st, skeys, chunk)
+    ranges = list(zip([None, *bounds], [*bounds, None], strict=True))
+    diff.chunks = len(ranges)
+    missing: dict[tuple, tuple] = {}
+    extra: dict[tuple, tuple] = {}
+    changed: list[tuple] = []
+
+    def note_change(k: tuple, a: tuple, b: tuple) -> None:
+        changed.append(k)
+        diff.changed_columns.update(tcols[i] for i, (x, y) in enumerate(zip(a, b, strict=True)) if x != y)
+
+    for lo, hi in ranges:
+        swhere, sparams = range_clause(src, skeys, lo, hi)
+        twhere, tparams = range_clause(tgt, tkeys, lo, hi)
+        srows = trows = None
+        if same_sql:
+            a = src.rows(checksum_sql(src, st, scols, swhere), sparams)[0]
+            b = tgt.rows(checksum_sql(tgt, tt, tcols, twhere), tparams)[0]
+            if tuple(a) == tuple(b):
+                continue
+        srows = _keyed(src.rows(f"SELECT {select_list(src, scols, floats)} FROM {st} WHERE {swhere}", sparams), funcs,
+                       pair.nkey)
+        trows = _keyed(tgt.rows(f"SELECT {select_list(tgt, tcols, floats)} FROM {tt} WHERE {twhere}", tparams), funcs,
+                       pair.nkey)
+        if srows == trows:
+            continue
+        diff.differing_chunks += 1
+        for k, h in srows.items():
+            other = trows.get(k)
+            if other is None:
+                missing[k] = h
+            elif other != h:
+                note_change(k, h, other)
+        for k, h in trows.items():
+            if k not in srows:
+                extra[k] = h
+    for k in [k for k in missing if k in extra]:  # a key another collation put into another chunk
+        a, b = missing.pop(k), extra.pop(k)
+        if a != b:
+            note_change(k, a, b)
+    diff.missing, diff.extra, diff.changed = sorted(missing, key=repr), sorted(extra, key=repr), changed
+    diff.seconds = time.monotonic() - t0
+    return diff
+
+
+
+def _keyed(rows: list, funcs: list, nkey: int) -> dict[tuple, tuple]:
+    out = {}
+    for r in rows:
+        n = normalize_row(tuple(r), funcs)
+        out[n[:nkey]] = n
+    return out

@@ -1,8 +1,10 @@
 """``sluice verify``: compare sources with their targets, per mapping (docs/operations.md).
 
-The target adapter's capabilities (``compare``) pick the method: ``checksums`` (RDB) completely,
-chunk by chunk (:mod:`pipeline.ops.verify_rdb`); ``documents`` (Elasticsearch, OpenSearch) and
-``rows`` (HBase) by counts and a random sample (:mod:`pipeline.ops.verify_docs`).
+The target adapter's capabilities (``compare``) pick the method, and its verifier (``make_verifier``
+through adapters/registry.py) compares: ``checksums`` (RDB) completely, chunk by chunk, over the
+table pairs :mod:`pipeline.ops.verify_source` resolves (adapters/rdb/verify.py); ``documents``
+(Elasticsearch, OpenSearch) and ``rows`` (HBase) by counts and a random sample
+(:mod:`pipeline.ops.verify_docs`).
 Run it when the targets have caught up (right after a ``sluice run`` with the writers paused,
 or accept that rows changed since the last run show as differences); ``--recheck SECONDS`` compares
 a table that differs once more after that pause, to tell replication delay from real differences.
@@ -19,7 +21,7 @@ from sluice_common import exitcodes
 from sluice_common.errors import ConfigError, SluiceError
 from sluice_common.logs import get_logger
 
-from .verify_rdb import Side, TableDiff, compare_table, connect_source, pairs_for
+from .verify_source import TableDiff, connect_source, pairs_for
 
 log = get_logger("verify")
 
@@ -75,17 +77,12 @@ def verify(cfg: Config, *, groups: list[str] | None = None, files: list[str] | N
             first = len(results)
             try:
                 _preflight(cfg, src_conn, m, kind, target)
-                compare = capabilities(kind).compare
-                if compare == "checksums":
-                    results += _verify_rdb(src_conn, m, target, chunk, recheck)
-                elif compare == "documents":
-                    from .verify_docs import verify_es
+                if capabilities(kind).compare == "checksums":
+                    results += _verify_rdb(src_conn, m, kind, target, chunk, recheck)
+                else:  # documents (Elasticsearch, OpenSearch) or rows (HBase): counts and a sample
+                    from .verify_docs import verify_sampled
 
-                    results.append(verify_es(m, target, sample))
-                elif compare == "rows":
-                    from .verify_docs import verify_hbase
-
-                    results.append(verify_hbase(src_conn, m, target, sample))
+                    results.append(verify_sampled(src_conn, m, kind, target, sample))
             except SluiceError as e:
                 msg = e.message + (f"\n  fix: {e.hint}" if e.hint else "")
                 results.append(TableDiff(m.file, kind, m.source_key, "?", error=msg,
@@ -126,25 +123,25 @@ def _first_line(e: BaseException) -> str:
     return f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[0][:500]}"
 
 
-def _verify_rdb(src_conn: Any, mapping: Any, target: Any, chunk: int, recheck: float) -> list[TableDiff]:
-    from adapters.rdb.verify import read_connection
+def _verify_rdb(src_conn: Any, mapping: Any, kind: str, target: Any, chunk: int, recheck: float
+                ) -> list[TableDiff]:
+    from adapters.registry import make_verifier
 
     with src_conn.cursor() as cur:
         pairs = pairs_for(cur, mapping)
-    raw = read_connection(target)
+    verifier = make_verifier(kind, target, (mapping,))
+    raw = verifier.read_connection()
     out = []
     try:
-        src = Side(src_conn, "mysql")
-        tgt = Side(raw, target.dialect)
         for pair in pairs:
             tname = f"{pair.target_schema}.{pair.target_table}" if pair.target_schema else pair.target_table
-            d = TableDiff(mapping.file, "rdb", f"{pair.source_db}.{pair.source_table}", f"{tname} on {target.label}")
+            d = TableDiff(mapping.file, kind, f"{pair.source_db}.{pair.source_table}", f"{tname} on {target.label}")
             try:
-                compare_table(src, tgt, pair, d, chunk)
+                verifier.compare(src_conn, raw, pair, d, chunk)
                 if recheck and d.differing:
                     time.sleep(recheck)
                     d2 = TableDiff(d.mapping, d.kind, d.source, d.target)
-                    compare_table(src, tgt, pair, d2, chunk)
+                    verifier.compare(src_conn, raw, pair, d2, chunk)
                     d2.method += f" (rechecked after {recheck} s)"
                     d = d2
             except Exception as e:  # noqa: BLE001 - e.g. the target table is missing: report, go on
@@ -154,6 +151,7 @@ def _verify_rdb(src_conn: Any, mapping: Any, target: Any, chunk: int, recheck: f
             out.append(d)
     finally:
         raw.close()
+        verifier.close()
     return out
 
 

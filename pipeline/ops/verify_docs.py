@@ -1,7 +1,8 @@
 """Verification of Elasticsearch and HBase targets: counts plus a sampled comparison.
 
 These targets hold documents/rows built from the source, not copies of tables, so there
-is no checksum both sides can compute. Instead:
+is no checksum both sides can compute. Instead the target's verifier (``make_verifier`` through
+adapters/registry.py; ``Capabilities.compare`` ``documents`` or ``rows``) checks a sample:
 
 * **Elasticsearch / OpenSearch** (esMapping): the number of rows the mapping SQL returns on the source
   against the number of documents in the index (for a mapping with ``relations``, the
@@ -11,10 +12,11 @@ is no checksum both sides can compute. Instead:
   the indexed document (fetched with ``mget``). All of it is ``adapters/es/verify.py``.
 * **HBase** (hbaseMapping): source ``COUNT(*)`` against the number of rows of the HBase table
   (a key-only scan); then ``sample`` random source rows are turned into Dml text
-  (:func:`pipeline.ops.normalize.dml_text`), encoded by the adapter's own row-key and cell
-  encoders and compared byte for byte with the stored row (``adapters/hbase/verify.py``).
+  (:func:`sluice_common.normalize.dml_text`, read here: :func:`source_sample`), encoded by the
+  adapter's own row-key and cell encoders and compared byte for byte with the stored row
+  (``adapters/hbase/verify.py``).
 
-This module reads the source side and turns what an adapter's ``verify.check`` found
+This module reads the source side and turns what a verifier found
 (:class:`adapters.base.SampleCheck`) into the report's :class:`TableDiff`.
 """
 
@@ -24,13 +26,9 @@ import time
 from typing import Any
 
 from adapters.base import Change, SampleCheck
+from sluice_common.normalize import dml_text
 
-from .normalize import dml_text
-from .verify_rdb import TableDiff, source_columns
-
-
-def _diff(mapping: Any, kind: str, described: tuple[str, str], sample: int) -> TableDiff:
-    return TableDiff(mapping.file, kind, described[0], described[1], method=f"count + sample {sample}")
+from .verify_source import TableDiff, source_columns
 
 
 def _finish(diff: TableDiff, found: SampleCheck, t0: float) -> TableDiff:
@@ -44,20 +42,25 @@ def _finish(diff: TableDiff, found: SampleCheck, t0: float) -> TableDiff:
     return diff
 
 
-def verify_es(mapping: Any, target: Any, sample: int) -> TableDiff:
-    from adapters.es import verify as es_verify
+def verify_sampled(src_conn: Any, mapping: Any, kind: str, target: Any, sample: int) -> TableDiff:
+    """Counts and ``sample`` documents/rows of ``mapping`` compared by the target's verifier."""
+    from adapters.registry import make_verifier
 
     t0 = time.monotonic()
-    diff = _diff(mapping, "es", es_verify.describe(mapping), sample)
-    return _finish(diff, es_verify.check(mapping, target, sample), t0)
+    verifier = make_verifier(kind, target, (mapping,))
+    try:
+        source, described = verifier.describe(mapping)
+        diff = TableDiff(mapping.file, kind, source, described, method=f"count + sample {sample}")
+        found = verifier.check_sample(mapping, sample, lambda: source_sample(src_conn, mapping, sample))
+    finally:
+        verifier.close()
+    return _finish(diff, found, t0)
 
 
-def verify_hbase(src_conn: Any, mapping: Any, target: Any, sample: int) -> TableDiff:
-    from adapters.hbase import verify as hbase_verify
-
-    t0 = time.monotonic()
+def source_sample(src_conn: Any, mapping: Any, sample: int) -> tuple[int, list[Change]]:
+    """``(rows, sampled rows as INSERT changes with Dml text values)`` of the source table of
+    ``mapping`` (an hbaseMapping: its ``database``/``table``)."""
     spec = mapping.spec
-    diff = _diff(mapping, "hbase", hbase_verify.describe(mapping), sample)
     with src_conn.cursor() as cur:
         cols, pk = source_columns(cur, spec.database, spec.table)
         types = {n: (dt, ct) for n, dt, ct in cols}
@@ -72,4 +75,4 @@ def verify_hbase(src_conn: Any, mapping: Any, target: Any, sample: int) -> Table
     for r in rows:
         data = {n: dml_text(*types[n], v) for (n, _, _), v in zip(cols, r, strict=True)}
         changes.append(Change("INSERT", spec.database, spec.table, data, pk_names=tuple(pk), mysql_type=mysql_type))
-    return _finish(diff, hbase_verify.check(mapping, target, source_rows, changes), t0)
+    return source_rows, changes

@@ -2,9 +2,12 @@
 ranges (one Spark task each). Built on the driver from the group's mappings; plain picklable data.
 
 * a ``dbMapping``: every table of the database (``mirrorDb``) or its table, with the compared
-  columns and key as ``sluice verify`` pairs them (:func:`pipeline.ops.verify_rdb.pairs_for`);
+  columns and key as ``sluice verify`` pairs them (:func:`pipeline.ops.verify_source.pairs_for`);
 * an ``esMapping``: its main table (documents by ``_id``, built by the adapter from the mapping SQL);
 * an ``hbaseMapping``: its table (rows by row key).
+
+Which, and the target's name in the report, the adapter's verifier says (``make_verifier`` through
+adapters/registry.py: ``source_table``, ``describe``).
 
 Key ranges come from the full load's splitter (:func:`pipeline.etl.ranges.split`) on a connection
 that returns typed values, so the same bounds can be used on the source and on any RDB target.
@@ -15,9 +18,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from adapters.base import TablePair
 from pipeline.etl import ranges as R
 from pipeline.etl.source import TableMeta, table_meta
-from pipeline.ops.verify_rdb import TablePair, pairs_for
+from pipeline.ops.verify_source import pairs_for
 from pipeline.source import catalog
 from pipeline.source.catalog import tables_of
 from sluice_common.errors import ConfigError, UsageError
@@ -83,9 +87,10 @@ def plan_tables(conn: Any, plan: Any, midxs: list[int], tables: list[str] | None
 
 def _tables_of_mapping(conn: Any, plan: Any, midx: int, mapping: Any, kind: str, target: Any
                        ) -> list[tuple[str, str, TablePair | None, str]]:
-    from adapters.registry import capabilities
+    from adapters.registry import capabilities, make_verifier
 
-    if capabilities(kind).compare == "checksums":
+    compare = capabilities(kind).compare
+    if compare == "checksums":
         with conn.cursor() as cur:
             pairs = pairs_for(cur, mapping)
         out = []
@@ -93,21 +98,21 @@ def _tables_of_mapping(conn: Any, plan: Any, midx: int, mapping: Any, kind: str,
             tname = f"{p.target_schema}.{p.target_table}" if p.target_schema else p.target_table
             out.append((p.source_db, p.source_table, p, f"{tname} on {target.label}"))
         return out
-    if kind == "es":
-        from adapters.es.plan import doc_plan
-
-        dp = doc_plan(mapping)
-        database = (dp.main_schema or _route_database(plan, midx) or _es_source_database(target, mapping)
-                    or _captured_database(conn, plan.config, dp.main_table))
+    verifier = make_verifier(kind, target, (mapping,))
+    if compare == "documents":  # keyed by the mapping SQL's main table, in the database the sync meets
+        schema, main = verifier.source_table(mapping)
+        database = (schema or _route_database(plan, midx) or _es_source_database(target, mapping)
+                    or _captured_database(conn, plan.config, main))
         if not database:
-            raise ConfigError(mapping.file, "esMapping.sql", f"the main table {dp.main_table} names no database, "
+            raise ConfigError(mapping.file, "esMapping.sql", f"the main table {main} names no database, "
                               "and no single captured database has it",
                               hint="write schema.table in the SQL, or give dataSourceKey a jdbc url with a database")
-        return [(database, dp.main_table, None, f"index {dp.index}")]
+        return [(database, main, None, verifier.describe(mapping)[1])]
     spec = mapping.spec
     if getattr(spec, "mirrorDb", False):
         return [(spec.database, t, None, f"{kind} {t}") for t in tables_of(conn, spec.database)]
-    return [(spec.database, spec.table, None, f"HBase {spec.hbaseTable}")]
+    database, table = verifier.source_table(mapping)  # rows by row key: the mapping's own table
+    return [(database, table, None, verifier.describe(mapping)[1])]
 
 
 def _route_database(plan: Any, midx: int) -> str | None:

@@ -1,8 +1,9 @@
 """Repairing one key range of an RDB target table (executor side).
 
-:meth:`RdbChunks.differs` is ``sluice verify``'s chunk compare without a lock (MD5-64 BIT_XOR
-checksums both sides compute on a MySQL/MariaDB target; normalized rows elsewhere): most chunks
-are equal and cost one checksum each. :meth:`RdbChunks.repair` runs under the group's apply lock
+:meth:`RdbChunks.differs` is ``sluice verify``'s chunk compare (adapters/rdb/verify.py) without a
+lock (MD5-64 BIT_XOR checksums both sides compute on a MySQL/MariaDB target, the SQL of
+:mod:`sluice_common.chunksql`; normalized rows elsewhere): most chunks are equal and cost one
+checksum each. :meth:`RdbChunks.repair` runs under the group's apply lock
 (:class:`pipeline.repair.guard.ChunkGuard`), in one target transaction:
 
 1. the chunk's rows are read from the source snapshot and from the target (same transaction
@@ -25,9 +26,9 @@ from sqlalchemy import inspect as sa_inspect
 
 from adapters.base import Change
 from pipeline.etl.values import row_decoder
-from pipeline.ops.normalize import normalize_row, normalizer
-from pipeline.ops.verify_rdb import Side, checksum_sql, range_clause, select_list
+from sluice_common.chunksql import Side, checksum_sql, range_clause, select_list
 from sluice_common.mysqltypes import quote_ident as qi
+from sluice_common.normalize import normalize_row, normalizer
 
 MAX_CONFLICT_ROUNDS = 5
 
@@ -77,9 +78,10 @@ class RdbChunks:
     # -- unlocked compare ---------------------------------------------------------------------
     def _reader(self) -> Side:
         if self._read is None:
-            from adapters.rdb.verify import read_connection
+            from adapters.registry import make_verifier
 
-            self._read = Side(read_connection(self.target), self.target.dialect)
+            reader = make_verifier(self.t.kind, self.target, ()).read_connection()
+            self._read = Side(reader, self.target.dialect)
         return self._read
 
     def differs(self, lo: tuple | None, hi: tuple | None) -> bool:

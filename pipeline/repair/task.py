@@ -20,8 +20,8 @@ import pyarrow as pa
 from pipeline.config import SourceConfig
 from pipeline.etl.progress import ProgressSink
 from pipeline.job.partition import JobContext
-from pipeline.ops.verify_rdb import Side, range_clause
 from pipeline.retry import doubling, retrying
+from sluice_common.chunksql import Side, range_clause
 from sluice_common.errors import SluiceError, TransientError
 
 from .guard import ChunkGuard, typed_connection

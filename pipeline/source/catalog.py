@@ -1,7 +1,7 @@
 """What the source's catalog (``information_schema``) says about databases and tables, for every
 part that asks: the ETL plan (:mod:`pipeline.etl.source`), the job's pre-flight and refusals
 (:mod:`pipeline.job.group`, :mod:`pipeline.job.cascades`, :mod:`pipeline.job.collations`), verify
-(:mod:`pipeline.ops.verify_rdb`) and repair. One query each, on a cursor the caller holds
+(:mod:`pipeline.ops.verify_source`) and repair. One query each, on a cursor the caller holds
 (``tables_of``/``database_exists``: on a connection); names and types come back as ``str``
 whatever the cursor (text or raw bytes), in the server's spelling (callers lower-case as they need).
 

@@ -18,9 +18,9 @@ from adapters.base import Change
 from adapters.registry import make_writer
 from pipeline.config import load_config
 from pipeline.job.group import load_group
-from pipeline.ops.normalize import dml_text
 from pipeline.ops.verify import verify
-from pipeline.ops.verify_rdb import source_columns
+from pipeline.ops.verify_source import source_columns
+from sluice_common.normalize import dml_text
 from tests.support.deploy import rdb_adapter, sluice
 
 TYPED = ("CREATE TABLE typed (region VARCHAR(8) NOT NULL, id INT NOT NULL, u BIGINT UNSIGNED, b BIT(10), "

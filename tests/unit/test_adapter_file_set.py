@@ -16,6 +16,7 @@ FILE_SET = ("__init__.py", "factory.py", "config.py", "client.py", "plan.py", "w
 CLIENT_VARIANTS = {"opensearch": ("__init__.py", "factory.py", "config.py", "client.py", "errors.py")}
 FACTORY = {"target_from_adapter": ["adapter", "file", "key", "cfg"],
            "make_writer": ["target", "mappings"],
+           "make_verifier": ["target", "mappings"],
            "key_rules": ["target", "target_id", "mappings"]}
 
 

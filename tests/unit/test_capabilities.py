@@ -24,10 +24,6 @@ KIND_DEBTS = {
     ("pipeline/job/collations.py", "check_key_collations"): "the key-collation check is MySQL/MariaDB targets' own",
     ("pipeline/job/conflicts.py", "written_tables"): "the target table's identity is built from each mapping type",
     ("pipeline/ops/verify.py", "_preflight"): "an hbaseMapping's autoCreateTable makes check() create the table",
-    ("pipeline/ops/verify_rdb.py", "repair_args"): "the repair hint names --table for a table compared by "
-                                                   "checksums, --mapping else (a TableDiff holds the kind only)",
-    ("pipeline/repair/docs.py", "_count"): "documents read back by the es adapter's plans, rows by hbase's",
-    ("pipeline/repair/plan.py", "_tables_of_mapping"): "an esMapping's main table comes from the es document plan",
 }
 
 

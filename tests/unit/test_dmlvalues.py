@@ -23,9 +23,9 @@ from pymysqlreplication.constants import FIELD_TYPE as T
 
 from pipeline.capture.columns import ColumnSpec
 from pipeline.etl.values import SourceColumn, row_decoder
-from pipeline.ops.normalize import dml_text
 from sluice_common import dmlvalues as D
 from sluice_common.mysqltypes import INTEGER_BYTES, integer_range, signed_bytes
+from sluice_common.normalize import dml_text
 from tests.unit.test_capture_values import date_bytes, datetime2_bytes, mysql_decimal, time2_bytes_fsp6
 
 pytestmark = pytest.mark.unit

@@ -29,22 +29,15 @@ STORE_MAY_NOT = ("pipeline.capture", "pipeline.job", "pipeline.etl", "pipeline.o
 #: adapter -> pipeline module (none left: the join re-query's connection arguments moved to
 #: sluice_common/mysqlconn.py, and hbase/plan.py reads the parsed mapping by its attributes, as es does)
 ADAPTER_DEBTS: dict[tuple[str, str], str] = {}
-#: pipeline module -> adapter module beyond the contract (the RDB compare and the collation and
-#: catalog knowledge of targets belong behind a factory entry point; issue #41 step 2)
+#: pipeline module -> adapter module beyond the contract (the collation and catalog knowledge of
+#: targets and the applied positions belong behind a factory entry point; issue #41 step 2. verify
+#: and repair reach their targets through ``make_verifier``)
 CONTRACT_DEBTS = {
     ("pipeline.job.cascades", "adapters.rdb.config"), ("pipeline.job.collations", "adapters.rdb.charsets"),
     ("pipeline.job.collations", "adapters.rdb.client"), ("pipeline.job.collations", "adapters.rdb.config"),
     ("pipeline.job.collations", "adapters.rdb.keys"), ("pipeline.job.collations", "adapters.rdb.schema"),
     ("pipeline.job.definitions", "adapters.rdb.like"), ("pipeline.job.keyfold", "adapters.rdb.collation"),
-    ("pipeline.job.positions", "adapters.rdb"), ("pipeline.ops.verify", "adapters.rdb.verify"),
-    ("pipeline.ops.verify_docs", "adapters.es"), ("pipeline.ops.verify_docs", "adapters.hbase"),
-    ("pipeline.repair.docs", "adapters.es"), ("pipeline.repair.docs", "adapters.es.chunk"),
-    ("pipeline.repair.docs", "adapters.es.plan"), ("pipeline.repair.docs", "adapters.es.values"),
-    ("pipeline.repair.docs", "adapters.hbase.client"), ("pipeline.repair.docs", "adapters.hbase.plan"),
-    ("pipeline.repair.plan", "adapters.es.plan"), ("pipeline.repair.rdb", "adapters.rdb.verify"),
-    ("pipeline.job.positions", "adapters.rdb.applied"), ("pipeline.repair.docs", "adapters.es.requery"),
-    ("pipeline.repair.docs", "adapters.es.bulk"), ("pipeline.ops.verify_docs", "adapters.hbase.verify"),
-    ("pipeline.ops.verify_docs", "adapters.es.verify"),
+    ("pipeline.job.positions", "adapters.rdb"), ("pipeline.job.positions", "adapters.rdb.applied"),
 }
 #: packages that import each other (none left: the commands register on pipeline/commands/app.py's app,
 #: which cli runs; capture asks the targets' positions through job/positions.py, and what the job

@@ -11,7 +11,6 @@ import pytest
 from adapters.es.values import column_kind
 from adapters.hbase.values import native_kind
 from adapters.rdb.values import source_kind, suggest_type
-from pipeline.ops.normalize import dml_text
 from sluice_common.dmlvalues import float32_text
 from sluice_common.mysqltypes import (
     BINARY_TYPES,
@@ -21,6 +20,7 @@ from sluice_common.mysqltypes import (
     parse_type,
     quote_ident,
 )
+from sluice_common.normalize import dml_text
 
 pytestmark = pytest.mark.unit
 

@@ -7,8 +7,8 @@ from decimal import Decimal
 
 import pytest
 
-from pipeline.ops.normalize import ZERO, dml_text, normalizer
-from pipeline.ops.verify_rdb import Side, range_clause
+from sluice_common.chunksql import Side, range_clause
+from sluice_common.normalize import ZERO, dml_text, normalizer
 
 
 @pytest.mark.parametrize("data_type,a,b", [

@@ -1,0 +1,94 @@
+"""The SQL of a chunked table compare, the same on the source and on an RDB target.
+
+``sluice verify`` (adapters/rdb/verify.py) and ``sluice repair`` (pipeline/repair/) walk a table
+by its key in chunks and compare each chunk on both sides: both sides run these statements over a
+plain DB-API connection (pymysql on the source; pymysql, psycopg or sqlite3 on a target), so they
+are written once here, below both.
+
+* :class:`Side`: one end, its identifier quoting and placeholder by dialect name;
+* :func:`range_clause`: ``lo < key <= hi`` as expanded comparisons;
+* :func:`boundaries`: the upper bounds of successive chunks in key order;
+* :func:`checksum_sql`: ``COUNT(*)`` and the ``BIT_XOR`` of 64 bits of each row's MD5
+  (pt-table-checksum's expression), which a MySQL/MariaDB target computes as the source does;
+* :func:`select_list`: the select list (a MySQL/MariaDB side reads FLOAT as ``DOUBLE``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sluice_common.mysqltypes import quote_ident
+
+
+class Side:
+    """One end of the comparison: a DBAPI connection, its quoting and placeholder."""
+
+    def __init__(self, conn: Any, dialect: str):
+        self.conn, self.dialect = conn, dialect
+        self.ph = "?" if dialect == "sqlite" else "%s"
+
+    def q(self, name: str) -> str:
+        if self.dialect in ("mysql", "mariadb"):
+            return quote_ident(name)
+        return '"' + name.replace('"', '""') + '"'
+
+    def table(self, schema: str | None, name: str) -> str:
+        return f"{self.q(schema)}.{self.q(name)}" if schema else self.q(name)
+
+    def rows(self, sql: str, params: list) -> list[tuple]:
+        cur = self.conn.cursor()
+        try:
+            cur.execute(sql, params) if params else cur.execute(sql)
+            return list(cur.fetchall())
+        finally:
+            cur.close()
+
+
+def range_clause(side: Side, cols: list[str], lo: tuple | None, hi: tuple | None) -> tuple[str, list]:
+    """``lo < key <= hi`` as expanded comparisons (row constructors are not indexed everywhere)."""
+    parts, params = [], []
+    qc = [side.q(c) for c in cols]
+    for bound, op_last, inclusive in ((lo, ">", False), (hi, "<", True)):
+        if bound is None:
+            continue
+        ors = []
+        for i in range(len(cols)):
+            eqs = [f"{qc[j]} = {side.ph}" for j in range(i)]
+            ors.append("(" + " AND ".join([*eqs, f"{qc[i]} {op_last} {side.ph}"]) + ")")
+            params.extend([*bound[:i], bound[i]])
+        if inclusive:
+            ors.append("(" + " AND ".join(f"{c} = {side.ph}" for c in qc) + ")")
+            params.extend(bound)
+        parts.append("(" + " OR ".join(ors) + ")")
+    return (" AND ".join(parts) or "1=1"), params
+
+
+def boundaries(src: Side, table: str, keys: list[str], chunk: int) -> list[tuple]:
+    """Upper bounds of successive chunks of ``chunk`` rows in key order (on the source)."""
+    kc = ", ".join(src.q(k) for k in keys)
+    out: list[tuple] = []
+    last: tuple | None = None
+    while True:
+        where, params = range_clause(src, keys, last, None)
+        rows = src.rows(f"SELECT {kc} FROM {table} WHERE {where} ORDER BY {kc} LIMIT 1 OFFSET {chunk - 1}", params)
+        if not rows:
+            return out
+        last = tuple(rows[0])
+        out.append(last)
+
+
+def checksum_sql(side: Side, table: str, cols: list[str], where: str) -> str:
+    qc = [side.q(c) for c in cols]
+    nulls = "CONCAT(" + ", ".join(f"ISNULL({c})" for c in qc) + ")"
+    row = f"CONCAT_WS('#', {', '.join(qc)}, {nulls})"
+    return (f"SELECT COUNT(*), COALESCE(BIT_XOR(CAST(CONV(SUBSTRING(MD5({row}), 1, 16), 16, 10) AS UNSIGNED)), 0) "
+            f"FROM {table} WHERE {where}")
+
+
+def select_list(side: Side, cols: list[str], floats: list[bool] | None = None) -> str:
+    """The select list; a MySQL/MariaDB side reads FLOAT columns as ``CAST(col AS DOUBLE)``: their
+    text has 6 significant digits, which is not the stored float32 that capture and the full load
+    copy (docs/capture.md, "Value encoding")."""
+    mysql = side.dialect in ("mysql", "mariadb")
+    return ", ".join(f"CAST({side.q(c)} AS DOUBLE)" if mysql and floats and floats[i] else side.q(c)
+                     for i, c in enumerate(cols))
