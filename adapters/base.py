@@ -138,8 +138,11 @@ class ApplyStats:
     #: UPDATEs and DELETEs that matched no target row (canal applies them as no-ops too; counted
     #: so that a target missing rows, or source rows sharing a key, shows in the summary)
     missed: Counter = field(default_factory=Counter)
+    #: changes folded into a later change of the same row within a chunk (adapters/rdb/fold.py): not
+    #: applied on their own, the row ends as applying them would have left it
+    folded: Counter = field(default_factory=Counter)
 
-    KINDS = ("inserted", "updated", "deleted", "skipped", "dead_lettered", "missed")
+    KINDS = ("inserted", "updated", "deleted", "skipped", "dead_lettered", "missed", "folded")
 
     def add(self, other: ApplyStats) -> ApplyStats:
         for name in self.KINDS:

@@ -22,6 +22,7 @@ says this store and group replayed (DML before a barrier was committed before th
 from __future__ import annotations
 
 from collections import Counter
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.exc import DBAPIError
@@ -30,6 +31,7 @@ from adapters.base import ApplyStats, Change
 from adapters.rdb import ddl as ddl_mod
 from adapters.rdb.collation import fold_kind
 from adapters.rdb.errors import classify
+from adapters.rdb.fold import fold
 from sluice_common.errors import TargetError
 from sluice_common.logs import get_logger
 
@@ -59,25 +61,71 @@ class Sequencer:
 
     # -- the rest: waves ------------------------------------------------------------------------
     def waves(self, mapping: Any, changes: list[Change]) -> list[Change]:
-        """``changes`` regrouped into waves (each key's n-th change in wave n, grouped by kind, table
-        and shape), or as given when a key column may compare loosely or the table is unknown."""
-        if len(changes) < 3 or _one_run(changes):
+        """``changes`` regrouped into waves (each key's n-th change in wave n, grouped by kind and
+        table), each key's changes folded first (:mod:`adapters.rdb.fold`), or as given when a key
+        column may compare loosely or the table is unknown. Keys within a wave are distinct, so
+        their order does not matter; each key's changes stay in order across waves."""
+        if len(changes) < 3 or (_one_run(changes) and changes[0].kind in ("INSERT", "UPSERT")):
             return changes
-        w, seen, order = self.w, Counter(), []
+        w, tables, chains = self.w, {}, {}
         try:
-            for i, c in enumerate(changes):
-                rank = _KINDS.get(c.kind)
-                plan = w.plan(w.route(mapping, c.database, c.table), c) if rank is not None else None
-                if plan is None or not plan.key_pos or not self._exact_key(plan):
+            for c in changes:
+                if c.kind not in _KINDS:
                     return changes
-                key = (c.database, c.table, *(c.data.get(s) for s in plan.key_src))
-                level = seen[key]
-                seen[key] = level + 1
-                order.append((level, rank, c.database, c.table, tuple(c.data), i))
+                t = (c.database, c.table)
+                hit = tables.get(t)
+                if hit is None or hit[0] != c.data.keys():  # a table's first change, or another shape
+                    plan = w.plan(w.route(mapping, c.database, c.table), c)
+                    if not plan.key_pos or not self._exact_key(plan):
+                        return changes
+                    hit = tables[t] = (c.data.keys(), plan, itemgetter(*plan.key_src))
+                key = (t, hit[2](c.data))
+                chain = chains.get(key)
+                if chain is None:
+                    chains[key] = [hit[1], c]
+                else:
+                    chain.append(c)
         except TargetError:
             return changes  # applying in the given order reports it
-        order.sort()
-        return [changes[o[-1]] for o in order]
+        buckets: dict[tuple, list[Change]] = {}
+        folded: Counter = Counter()
+        for chain in chains.values():
+            kept = chain[1:] if len(chain) == 2 else self._fold(chain[0], chain[1:], folded)
+            for level, c in enumerate(kept):
+                b = (level, _KINDS[c.kind], c.database, c.table)
+                bucket = buckets.get(b)
+                if bucket is None:
+                    buckets[b] = [c]
+                else:
+                    bucket.append(c)
+        if folded:
+            w.stats.folded.update(folded)
+        elif len(buckets) == 1:
+            return changes  # one kind and table, every key once: nothing to regroup
+        return [c for b in sorted(buckets) for c in buckets[b]]
+
+    def _fold(self, plan: Any, changes: list[Change], folded: Counter) -> list[Change]:
+        """One key's changes folded (:func:`adapters.rdb.fold.fold`) where that is exact: one row
+        shape, no key change, a table without system versioning or ENUM '' relaxing."""
+        if plan.info.period is not None or plan.relax:
+            return changes
+        keys = changes[0].data.keys()
+        live = []
+        for c in changes:
+            if c.data.keys() != keys:
+                return changes
+            if c.kind == "UPDATE":
+                if plan.changes_key(c):
+                    return changes
+                if plan.changes_nothing(c):
+                    continue
+            live.append(c)
+        out = fold(live) if len(live) > 1 else live
+        if out is None:
+            return changes
+        if len(out) < len(changes):
+            folded[f"{changes[0].database}.{changes[0].table}"] += len(changes) - len(out)
+        return out
 
     def _exact_key(self, plan: Any) -> bool:
         hit = self._exact.get(id(plan))

@@ -21,7 +21,9 @@ from typing import Any
 
 from pyspark.accumulators import AccumulatorParam
 
-KINDS = ("inserted", "updated", "deleted", "skipped", "dead_lettered", "missed")
+from adapters.base import ApplyStats
+
+KINDS = ApplyStats.KINDS  # inserted, updated, deleted, skipped, dead_lettered, missed, folded
 
 
 class CountsParam(AccumulatorParam):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-COUNTED = ("inserted", "updated", "deleted", "skipped", "missed")
+COUNTED = ("inserted", "updated", "deleted", "skipped", "missed", "folded")
 
 
 def _sum(s: dict[str, Any], kind: str) -> int:
@@ -32,6 +32,8 @@ def sync_lines(group: str, s: dict[str, Any]) -> list[str]:
             f"updated {t['updated']}, deleted {t['deleted']}, skipped duplicates {t['skipped']}")
     if t["missed"]:
         line += f", matched no target row {t['missed']}"
+    if t["folded"]:
+        line += f", folded into a later change of their row {t['folded']}"
     lines = [line]
     for table, n in sorted((s.get("missed") or {}).items()):
         lines.append(f"  {n} UPDATE/DELETE of {table} matched no target row: the target lacks rows the source "

@@ -81,10 +81,12 @@ def test_accumulator_param_adds_key_by_key():
         skipped = {"a.t": 1}
         dead_lettered: dict = {}
         missed = {"a.u": 2}
+        folded = {"a.t": 4}
 
     one = partition_counts(True, 7, Stats(), 1.25, 2)
     assert one == {"partitions": 1, "failed_partitions": 0, "rows": 7, "retries": 2, "apply_seconds": 1.25,
-                   "inserted": 3, "updated": 3, "deleted": 0, "skipped": 1, "dead_lettered": 0, "missed": 2}
+                   "inserted": 3, "updated": 3, "deleted": 0, "skipped": 1, "dead_lettered": 0, "missed": 2,
+                   "folded": 4}
     total = CountsParam().addInPlace(CountsParam().zero({}), one)
     total = CountsParam().addInPlace(total, partition_counts(False, 0, Stats(), 0.5))
     assert total["partitions"] == 2 and total["failed_partitions"] == 1 and total["rows"] == 7
