@@ -110,8 +110,9 @@ class Capabilities:
     #: target already holds; the sync and the DDL replay call it before ``open``
     lineage: bool = False
     #: ``Writer.track_position(applied_from, part)``: the round's start in the source's binlog is
-    #: recorded with the committed rows, and a new store asks the targets where they stand
-    #: (pipeline/job/positions.py)
+    #: recorded with the committed rows; ``Writer.recorded_positions(source)`` reads it back (a new
+    #: store asks the targets where they stand) and ``Writer.record_position(mark)`` writes it on its
+    #: own (``sluice bootstrap``), pipeline/job/positions.py
     positions: bool = False
     #: replayed DDL reads the source's charset defaults through ``Writer.source_charsets`` (a
     #: callable the driver sets before ``open``; DDL replayed as the source understood it)

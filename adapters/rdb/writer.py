@@ -74,6 +74,15 @@ class RdbWriter(Writer):
         schema a transaction writes, in that transaction (adapters/rdb/applied.py)."""
         self.applied = Applied(self, mark, part)
 
+    def recorded_positions(self, source: str) -> list[dict[str, Any]]:
+        """What ``_sluice_applied`` of the writer's schemas records for ``source`` (a new store asks)."""
+        return applied_mod.records(self, source)
+
+    def record_position(self, mark: AppliedFrom) -> None:
+        """Record ``mark`` in every schema of the writer's mappings, in a transaction of its own
+        (``sluice bootstrap``: the snapshot's position, once the load is done)."""
+        applied_mod.record(self, mark)
+
     # -- life cycle ------------------------------------------------------------------------------
     def engine(self):
         return engine_for(self.target)

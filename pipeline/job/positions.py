@@ -1,6 +1,8 @@
-"""The source positions the targets record with their rows (adapters/rdb/applied.py), read and
-written for a whole deployment: a new store asks them before capture would start at "now"
-(:mod:`pipeline.capture.fresh`), and ``sluice bootstrap`` records its snapshot position in them.
+"""The source positions the targets record with their rows, read and written for a whole
+deployment through the writers of the adapters whose capabilities say ``positions``
+(``recorded_positions``, ``record_position``; the RDB adapter's ``_sluice_applied``): a new store
+asks them before capture would start at "now" (:mod:`pipeline.capture.fresh`), and ``sluice
+bootstrap`` records its snapshot position in them.
 Capture imports this module, never the other way: what both need of the source (:class:`Position`,
 the account name) is :mod:`pipeline.source`'s, below both."""
 
@@ -49,15 +51,13 @@ def _rdb_writers(plan: GroupPlan) -> list[tuple[Any, Any]]:
 def read_all(cfg: Config) -> tuple[list[Applied], list[Unknown]]:
     """Every group's newest record of this source in each of its RDB targets' schemas, and the
     groups that could not be asked (Elasticsearch and HBase targets record nothing yet)."""
-    from adapters.rdb import applied
-
     found: list[Applied] = []
     unknown: list[Unknown] = []
     for g in cfg.groups:
         try:
             plan = load_group(cfg, g.groupId, others=False)
             for target, writer in _rdb_writers(plan):
-                for r in applied.records(writer, cfg.source.name):
+                for r in writer.recorded_positions(cfg.source.name):
                     where = f"{target.label}" + (f", schema {r['schema']}" if r["schema"] else "")
                     found.append(Applied(r["group"], where, Position.from_dict(r["position"]), r["store_id"],
                                          r["at"]))
@@ -84,10 +84,8 @@ def _key(p: Position) -> tuple:
 def record(cfg: Config, plans: list[GroupPlan], position: dict[str, Any], store_id: str, batch: int) -> None:
     """Record ``position`` in every RDB target schema of ``plans`` (``sluice bootstrap``: the
     snapshot the load is consistent with)."""
-    from adapters.rdb import applied
-
     for plan in plans:
         mark = AppliedFrom(cfg.source.name, f"{cfg.source.host}:{cfg.source.port}", plan.group_id,
                            json.dumps(position, sort_keys=True), store_id, batch)
         for _target, writer in _rdb_writers(plan):
-            applied.record(writer, mark)
+            writer.record_position(mark)

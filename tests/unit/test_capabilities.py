@@ -54,6 +54,7 @@ def test_each_declared_capability_is_there_to_use(kind):
     caps, w = capabilities(kind), make_writer(kind, target, ())  # unopened: nothing connects
     assert hasattr(w, "track") == caps.lineage, kind
     assert hasattr(w, "track_position") == caps.positions, kind
+    assert hasattr(w, "recorded_positions") == hasattr(w, "record_position") == caps.positions, kind
     assert hasattr(w, "source_charsets") == caps.source_charsets, kind
 
 

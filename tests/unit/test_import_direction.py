@@ -30,14 +30,13 @@ STORE_MAY_NOT = ("pipeline.capture", "pipeline.job", "pipeline.etl", "pipeline.o
 #: sluice_common/mysqlconn.py, and hbase/plan.py reads the parsed mapping by its attributes, as es does)
 ADAPTER_DEBTS: dict[tuple[str, str], str] = {}
 #: pipeline module -> adapter module beyond the contract (the collation and catalog knowledge of
-#: targets and the applied positions belong behind a factory entry point; issue #41 step 2. verify
-#: and repair reach their targets through ``make_verifier``)
+#: targets belong behind a factory entry point; issue #41 step 2. verify and repair reach their
+#: targets through ``make_verifier``, positions through the writer's ``positions`` capability)
 CONTRACT_DEBTS = {
     ("pipeline.job.cascades", "adapters.rdb.config"), ("pipeline.job.collations", "adapters.rdb.charsets"),
     ("pipeline.job.collations", "adapters.rdb.client"), ("pipeline.job.collations", "adapters.rdb.config"),
     ("pipeline.job.collations", "adapters.rdb.keys"), ("pipeline.job.collations", "adapters.rdb.schema"),
     ("pipeline.job.definitions", "adapters.rdb.like"), ("pipeline.job.keyfold", "adapters.rdb.collation"),
-    ("pipeline.job.positions", "adapters.rdb"), ("pipeline.job.positions", "adapters.rdb.applied"),
 }
 #: packages that import each other (none left: the commands register on pipeline/commands/app.py's app,
 #: which cli runs; capture asks the targets' positions through job/positions.py, and what the job
