@@ -33,6 +33,7 @@ from adapters.rdb.config import RdbTable
 from adapters.rdb.errors import classify
 from sluice_common.errors import TargetError
 from sluice_common.logs import get_logger
+from sluice_common.mysqlddl import IDENT, statement_start, unquote
 
 if TYPE_CHECKING:
     from adapters.rdb.writer import RdbWriter
@@ -40,27 +41,21 @@ if TYPE_CHECKING:
 log = get_logger("rdb")
 COLUMNS = ("next_not_cached_value", "minimum_value", "maximum_value", "start_value", "increment", "cache_size",
            "cycle_option", "cycle_count")
-_IDENT = r"(?:`(?:[^`]|``)+`|[\w$]+)"
-_LEAD = re.compile(r"\A(?:\s+|/\*(?!!).*?\*/|#[^\n]*\n?|--\s[^\n]*\n?)*", re.S)
 _SEQUENCE = re.compile(rf"(CREATE|ALTER|DROP)\s+(?:OR\s+REPLACE\s+)?(?:TEMPORARY\s+)?SEQUENCE\s+"
-                       rf"(?:IF\s+(?:NOT\s+)?EXISTS\s+)?({_IDENT})(?:\s*\.\s*({_IDENT}))?", re.I)
+                       rf"(?:IF\s+(?:NOT\s+)?EXISTS\s+)?({IDENT})(?:\s*\.\s*({IDENT}))?", re.I)
 #: the DdlChange kind a sequence statement is replayed as (its "already applied" errors: dialects.py)
 KINDS = {"CREATE": "CSEQUENCE", "ALTER": "ASEQUENCE", "DROP": "DSEQUENCE"}
-
-
-def _unquote(name: str) -> str:
-    return name[1:-1].replace("``", "`") if name.startswith("`") else name
 
 
 def statement(sql: str) -> tuple[str, str | None, str] | None:
     """``(kind, database or None, sequence)`` of a CREATE/ALTER/DROP SEQUENCE statement (the first
     sequence it names), else None."""
-    m = _SEQUENCE.match(sql, _LEAD.match(sql).end())
+    m = _SEQUENCE.match(sql, statement_start(sql))
     if m is None:
         return None
-    first, second = _unquote(m.group(2)), m.group(3)
+    first, second = unquote(m.group(2)), m.group(3)
     if second is not None:
-        return KINDS[m.group(1).upper()], first, _unquote(second)
+        return KINDS[m.group(1).upper()], first, unquote(second)
     return KINDS[m.group(1).upper()], None, first
 
 

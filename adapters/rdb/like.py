@@ -25,33 +25,14 @@ from typing import TYPE_CHECKING
 from adapters.base import DdlChange
 from sluice_common.errors import TargetError
 from sluice_common.logs import get_logger
+from sluice_common.mysqlddl import like_source
 from sluice_common.mysqltypes import quote_ident
 
 if TYPE_CHECKING:
     from adapters.rdb.writer import RdbWriter
 
 log = get_logger("rdb.ddl")
-_IDENT = r"(?:`(?:[^`]|``)+`|[\w$]+)"
-_NAME = rf"({_IDENT})(?:\s*\.\s*({_IDENT}))?"
-_LEAD = re.compile(r"\A(?:\s+|/\*(?!!).*?\*/|#[^\n]*\n?|--\s[^\n]*\n?)*", re.S)
-_LIKE = re.compile(rf"CREATE\s+(?:OR\s+REPLACE\s+)?(?:TEMPORARY\s+)?TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?{_NAME}\s*"
-                   rf"(\(\s*)?LIKE\s+{_NAME}\s*(?(3)\))\s*;?\s*\Z", re.I | re.S)
 _HEAD = re.compile(r"\ACREATE TABLE (`(?:[^`]|``)+`)")
-
-
-def _unquote(name: str) -> str:
-    return name[1:-1].replace("``", "`") if name.startswith("`") else name
-
-
-def like_source(sql: str) -> tuple[str | None, str, int, int] | None:
-    """``(database or None, table, start, end)`` of the table a ``CREATE TABLE ... LIKE`` copies
-    (``start:end``: where the statement names it), or None for any other statement."""
-    m = _LIKE.match(sql, _LEAD.match(sql).end())
-    if m is None:
-        return None
-    if m.group(5) is not None:
-        return _unquote(m.group(4)), _unquote(m.group(5)), m.start(4), m.end(5)
-    return None, _unquote(m.group(4)), m.start(4), m.end(4)
 
 
 def foreign(ddl: DdlChange, mirrored: set[str]) -> tuple[str, str, int, int] | None:

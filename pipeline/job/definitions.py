@@ -1,11 +1,12 @@
 """A source table's definition as a DDL statement copied it, when that can be proved.
 
 ``CREATE TABLE t LIKE other.s`` copies ``other.s`` as it was at that moment; a mirror that does not
-cover ``other`` has no copy of it (adapters/rdb/like.py). The source's ``SHOW CREATE TABLE other.s``
-gives its definition *now*, which is the one the statement copied when nothing changed it since:
-MariaDB and MySQL set a table's ``information_schema.TABLES.CREATE_TIME`` anew on every statement
-that changes its definition (CREATE, ALTER of any kind, RENAME into the name), so a CREATE_TIME
-before the second the statement ran (the binlog event's timestamp) proves it. A CREATE_TIME in
+cover ``other`` has no copy of it (adapters/rdb/like.py; the statement is parsed by
+sluice_common/mysqlddl.py). The source's ``SHOW CREATE TABLE other.s`` gives its definition *now*,
+which is the one the statement copied when nothing changed it since: MariaDB and MySQL set a
+table's ``information_schema.TABLES.CREATE_TIME`` anew on every statement that changes its
+definition (CREATE, ALTER of any kind, RENAME into the name), so a CREATE_TIME before the second
+the statement ran (the binlog event's timestamp) proves it. A CREATE_TIME in
 that second or later -- the table was created, altered or renamed around or after the statement
 -- proves nothing, and the mirror refuses the statement by name instead of guessing.
 """
@@ -17,11 +18,11 @@ from dataclasses import replace
 import pymysql
 
 from adapters.base import DdlChange
-from adapters.rdb.like import like_source
 from pipeline.config import SourceConfig
 from pipeline.source.connect import connect
 from sluice_common.logs import get_logger
 from sluice_common.mysqlconn import UTC_SESSION
+from sluice_common.mysqlddl import like_source
 from sluice_common.mysqltypes import quote_ident
 
 log = get_logger("sync")

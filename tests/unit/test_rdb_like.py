@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from adapters.base import DdlChange
-from adapters.rdb.like import foreign, like_source, without_foreign_keys
+from adapters.rdb.like import foreign, without_foreign_keys
+from sluice_common.mysqlddl import like_source
 
 
 @pytest.mark.parametrize(("sql", "want"), [
