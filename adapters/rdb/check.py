@@ -137,7 +137,8 @@ def _rule(rule: str) -> str:
 
 
 def check_cascades(w: RdbWriter, expected: list[Any]) -> None:
-    """Every cascading source foreign key (``pipeline.job.cascades.ExpectedFk``) exists between
+    """Every cascading source foreign key (``pipeline.job.cascades.ExpectedFk``: its child and parent
+    as (mapping, source table), resolved here to target tables) exists between
     the mapped tables with the same actions, and no foreign key between mapped tables cascades
     where the source's does not (either way the target would change rows the source did not).
     Mirrors into MySQL/MariaDB replay the source's DDL, foreign keys included: not checked."""
@@ -146,10 +147,11 @@ def check_cascades(w: RdbWriter, expected: list[Any]) -> None:
     here = current_schema(w.conn, w.dialect.family)
     wanted: dict[tuple, Any] = {}
     for e in expected:
-        if e.child.mirror_ddl and w.dialect.family == "mysql":
+        child, ref = RdbTable.from_mapping(*e.child), RdbTable.from_mapping(*e.parent)
+        if child.mirror_ddl and w.dialect.family == "mysql":
             continue
-        info = w.info(e.child)
-        parent = (e.parent.target_schema or here, e.parent.target_table)
+        info = w.info(child)
+        parent = (ref.target_schema or here, ref.target_table)
         found = [fk for fk in info.fks if fk.columns == e.columns and fk.ref_columns == e.ref_columns
                  and (fk.ref_schema or info.schema or here, fk.ref_table) == parent]
         want = (_rule(e.source.on_delete), _rule(e.source.on_update))

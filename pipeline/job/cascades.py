@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from adapters.rdb.config import RdbTable
 from pipeline.mapping import DbMapping, Mapping
 from pipeline.source import catalog
 from sluice_common.errors import ConfigError
@@ -41,9 +40,9 @@ class ExpectedFk:
 
     source: SourceFk
     origin: str  # the child's mapping file
-    child: RdbTable
+    child: tuple[Mapping, str]  # the child's mapping and source table (the adapter resolves its target table)
     columns: tuple[str, ...]
-    parent: RdbTable
+    parent: tuple[Mapping, str]  # the parent's mapping and source table
     ref_columns: tuple[str, ...]
 
 
@@ -87,6 +86,5 @@ def expected_cascades(fks: list[SourceFk], mappings: tuple[Mapping, ...], target
                 raise ConfigError(parent.file, "dbMapping", f"source {fk.describe()}: the referenced columns are "
                                   "not all mapped", hint="map them")
             out.setdefault(targets[ci], []).append(ExpectedFk(
-                fk, child.file, RdbTable.from_mapping(child, fk.table), cols,
-                RdbTable.from_mapping(parent, fk.ref_table), rcols))
+                fk, child.file, (child, fk.table), cols, (parent, fk.ref_table), rcols))
     return out

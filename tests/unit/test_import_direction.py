@@ -33,7 +33,7 @@ ADAPTER_DEBTS: dict[tuple[str, str], str] = {}
 #: targets belong behind a factory entry point; issue #41 step 2. verify and repair reach their
 #: targets through ``make_verifier``, positions through the writer's ``positions`` capability)
 CONTRACT_DEBTS = {
-    ("pipeline.job.cascades", "adapters.rdb.config"), ("pipeline.job.collations", "adapters.rdb.charsets"),
+    ("pipeline.job.collations", "adapters.rdb.charsets"),
     ("pipeline.job.collations", "adapters.rdb.client"), ("pipeline.job.collations", "adapters.rdb.config"),
     ("pipeline.job.collations", "adapters.rdb.keys"), ("pipeline.job.collations", "adapters.rdb.schema"),
     ("pipeline.job.keyfold", "adapters.rdb.collation"),
