@@ -19,7 +19,9 @@ Two things in a target break that, and :func:`key_rules` finds them in the targe
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from sqlalchemy import inspect
@@ -41,6 +43,14 @@ class KeyRules:
 
     def merge(self, other: KeyRules) -> KeyRules:
         return KeyRules({**self.ordered, **other.ordered}, {**self.folds, **other.folds})
+
+    @staticmethod
+    def folder(target: Any) -> Callable[[str, list[str]], list[str]]:
+        """``(fold kind, key column texts) -> their folds`` on ``target`` (a kind of :attr:`folds`;
+        ``w:`` kinds ask the target server). Picklable: the job's part-key UDF runs it on executors."""
+        from adapters.rdb.collation import fold_values
+
+        return partial(fold_values, target)
 
 
 def current_schema(conn: Connection, family: str) -> str:

@@ -44,15 +44,17 @@ class GroupPlan:
 
     def key_plan(self) -> KeyPlan:
         """Ordered groups and key folds from the targets' current schemas (after each DDL)."""
-        ordered, folds = {}, {}
+        ordered, folds, folders = {}, {}, {}
         for tid, (kind, target) in self.targets.items():
             used = [(i, m) for i, m in enumerate(self.mappings) if self.mapping_target[i] == tid]
             rules = key_rules(kind, target, tid, used) if used else None
             if rules is not None:
                 ordered.update(rules.ordered)
                 folds.update(rules.folds)
-        targets = {m: self.targets[self.mapping_target[m]][1] for m, _ in folds}
-        return KeyPlan(ordered, folds, targets)
+                if rules.folds:
+                    folder = rules.folder(target)  # one per target
+                    folders.update((m, folder) for m, _ in rules.folds)
+        return KeyPlan(ordered, folds, folders)
 
     def check(self, store: Any = None) -> None:
         """Pre-flight: mappings fit the source tables, and every target answers and fits (RDB

@@ -1,10 +1,10 @@
 """The part key of a change: its ordered group, or its key as the target compares it.
 
-:class:`KeyPlan` turns the adapters' :class:`~adapters.rdb.keys.KeyRules` into Spark columns:
-``group_expr`` (the ordered group of a change's table, or NULL) and ``fold_expr`` (the key
-string with every key column that does not compare exactly replaced by its fold, see
-:mod:`adapters.rdb.collation`). Folds that need the target server's weights run in a Python
-UDF (only added to the plan when some key needs a fold); the rest of the plan stays in the JVM.
+:class:`KeyPlan` turns the adapters' key rules (the factory's ``key_rules``; the RDB adapter's
+``KeyRules``) into Spark columns: ``group_expr`` (the ordered group of a change's table, or NULL)
+and ``fold_expr`` (the key string with every key column that does not compare exactly replaced by
+its fold, by the rules' ``folder``: adapters/rdb/collation.py). Folds run in a Python UDF (only
+added to the plan when some key needs a fold); the rest of the plan stays in the JVM.
 """
 
 from __future__ import annotations
@@ -24,8 +24,9 @@ class KeyPlan:
 
     ordered: dict[tuple[int, str], str] = field(default_factory=dict)
     folds: dict[tuple[int, str], tuple[tuple[str, str], ...]] = field(default_factory=dict)
-    #: midx -> the frozen target config its server folds ask (``w:`` kinds)
-    targets: dict[int, Any] = field(default_factory=dict)
+    #: midx -> ``(fold kind, texts) -> folds`` of its target (the rules' ``folder``; one object per
+    #: target, so a UDF batch asks each target server once per kind)
+    folders: dict[int, Any] = field(default_factory=dict)
 
     @staticmethod
     def _rule_key() -> Column:
@@ -50,30 +51,29 @@ class KeyPlan:
         specs = sorted(self.folds.items())
         entries = {f"{m}{SEP}{t.lower()}": str(i) for i, ((m, t), _) in enumerate(specs)}
         rule = F.element_at(self._lookup(entries), self._rule_key())
-        udf = F.pandas_udf(fold_function([(self.targets.get(m), dict(kinds)) for (m, _), kinds in specs]),
+        udf = F.pandas_udf(fold_function([(self.folders.get(m), dict(kinds)) for (m, _), kinds in specs]),
                            "string")
         return udf(rule, F.concat_ws(SEP, F.col("knames")), key)
 
 
 def fold_function(specs: list[tuple[Any, dict[str, str]]]):
-    """The pandas UDF body: ``(rule, names, key) -> folded key`` (``rule`` indexes ``specs``)."""
+    """The pandas UDF body: ``(rule, names, key) -> folded key`` (``rule`` indexes ``specs``, each
+    ``(folder, {key column: fold kind})``)."""
     def fold(rule, names, key):
-        from adapters.rdb.collation import fold_values
-
         out = key.copy()
         rows: dict[int, list[str]] = {}  # row -> key parts, folded in place
-        pending: dict[tuple[Any, str], list[tuple[int, int]]] = {}  # (target, kind) -> [(row, part)]
+        pending: dict[tuple[Any, str], list[tuple[int, int]]] = {}  # (folder, kind) -> [(row, part)]
         for i, (r, n, k) in enumerate(zip(rule, names, key, strict=True)):
             if not isinstance(r, str) or not isinstance(k, str):
                 continue
-            target, kinds = specs[int(r)]
+            folder, kinds = specs[int(r)]
             parts = rows[i] = k.split(SEP)
             for j, col in enumerate(n.split(SEP) if n else ()):
                 kind = kinds.get(col)
                 if kind is not None and j < len(parts) and parts[j] != NULL:
-                    pending.setdefault((target, kind), []).append((i, j))
-        for (target, kind), where in pending.items():
-            folded = fold_values(target, kind, [rows[i][j] for i, j in where])
+                    pending.setdefault((folder, kind), []).append((i, j))
+        for (folder, kind), where in pending.items():
+            folded = folder(kind, [rows[i][j] for i, j in where])
             for (i, j), f in zip(where, folded, strict=True):
                 rows[i][j] = FOLDED + f
         for i, parts in rows.items():

@@ -12,6 +12,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from adapters.rdb import RdbTarget
+from adapters.rdb.keys import KeyRules
 from pipeline.job.keyfold import KeyPlan
 from pipeline.job.plan import Segment, partitioned_changes, segments
 from pipeline.job.routing import Route
@@ -207,7 +208,7 @@ def test_keys_the_target_collation_equates_share_a_partition(spark, mariadb_targ
     meet in one partition in source order, whatever the raw bytes hash to."""
     target = RdbTarget.from_url(f"mariadb+pymysql://{mariadb_target['user']}@{mariadb_target['host']}:"
                                 f"{mariadb_target['port']}/", password=mariadb_target["password"])
-    keys = KeyPlan(folds={(0, "t"): (("k2", "w:utf8mb4:utf8mb4_general_ci"),)}, targets={0: target})
+    keys = KeyPlan(folds={(0, "t"): (("k2", "w:utf8mb4:utf8mb4_general_ci"),)}, folders={0: KeyRules.folder(target)})
     variants = ["Z", "z ", "z", "Z  ", "á", "A", "a ", "ß", "s", "S "]
     lines, seq = [], 0
     for k1 in range(6):

@@ -36,7 +36,6 @@ CONTRACT_DEBTS = {
     ("pipeline.job.collations", "adapters.rdb.charsets"),
     ("pipeline.job.collations", "adapters.rdb.client"), ("pipeline.job.collations", "adapters.rdb.config"),
     ("pipeline.job.collations", "adapters.rdb.keys"), ("pipeline.job.collations", "adapters.rdb.schema"),
-    ("pipeline.job.keyfold", "adapters.rdb.collation"),
 }
 #: packages that import each other (none left: the commands register on pipeline/commands/app.py's app,
 #: which cli runs; capture asks the targets' positions through job/positions.py, and what the job

@@ -6,12 +6,14 @@ from __future__ import annotations
 import pandas as pd
 
 from adapters.base import Change
+from adapters.rdb.keys import KeyRules
 from pipeline.job.feed import Feed
 from pipeline.job.keyfold import FOLDED, NULL, SEP, fold_function
 
 
 def test_only_the_named_key_columns_of_rules_rows_are_folded():
-    fold = fold_function([(None, {"k2": "lower"}), (None, {"id": "rtrim"})])
+    folder = KeyRules.folder(None)  # folds that need no server
+    fold = fold_function([(folder, {"k2": "lower"}), (folder, {"id": "rtrim"})])
     rule = pd.Series(["0", None, "1", "0"])
     names = pd.Series([f"k1{SEP}k2", "id", "id", f"k1{SEP}k2"])
     key = pd.Series([f"Ab{SEP}Zz  ", "x  ", "y  ", f"Q{SEP}{NULL}"])
