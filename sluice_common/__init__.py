@@ -15,6 +15,8 @@
   across drivers, and source values as capture's Dml text (verify, repair).
 * :mod:`sluice_common.chunksql`: the SQL of a chunked compare that the source and an RDB target
   both run (key ranges, checksums, select lists), for verify (adapters/rdb) and repair (pipeline).
+* :mod:`sluice_common.mysqlddl`: DDL statement syntax the job and the RDB adapter both parse
+  (identifiers, leading comments, the table a ``CREATE TABLE ... LIKE`` copies).
 
 This package imports nothing from ``pipeline`` or ``adapters``
 (``tests/unit/test_import_direction.py``). The adapter contract stays ``adapters/base.py``.
