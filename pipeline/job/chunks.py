@@ -1,9 +1,9 @@
 """The executor's chunk runner, shared by the sync job and the full load (``sluice etl``).
 
-:class:`ChunkRunner` owns one task's writers (one per target, from the adapters' registry) and
-applies chunks of changes: one transaction per chunk, transient failures retried with backoff,
-row errors isolated by halving and dead-lettered when the mapping has ``deadLetter`` on
-(docs/deadletter.md). It raises a chunk's terminal error; turning that into the task's result
+:class:`ChunkRunner` applies one task's chunks of changes through the writer-session runner
+(:mod:`pipeline.writers`: one writer per target, one transaction per chunk, transient failures
+retried with backoff); row errors are isolated by halving and dead-lettered when the mapping has
+``deadLetter`` on (docs/deadletter.md). It raises a chunk's terminal error; turning that into the task's result
 row is the caller's job.
 """
 
@@ -14,8 +14,9 @@ import time
 from typing import TYPE_CHECKING
 
 from adapters.base import ApplyStats, Change
-from pipeline.retry import doubling, first_line, retrying
-from sluice_common.errors import TargetError, TransientError, is_row_error
+from pipeline.retry import first_line
+from pipeline.writers import Lineage, Options, Writers
+from sluice_common.errors import TargetError, is_row_error
 from sluice_common.logs import get_logger
 
 log = get_logger("job.partition")  # the component name the log lines have always had
@@ -25,23 +26,26 @@ if TYPE_CHECKING:
     from pipeline.job.partition import JobContext
 
 
+def options_of(ctx: JobContext, pid: int) -> Options:
+    """The writer-session options of a job's executor task: the context's retries, the store's
+    lineage, the round's start position (recorded by partition ``pid``), the DDL epoch."""
+    return Options(retries=ctx.retries, backoff_max=ctx.backoff_max, epoch=ctx.epoch,
+                   lineage=Lineage(ctx.scope, ctx.generation, ctx.recaptures),
+                   applied_from=ctx.applied_from, part=pid)
+
+
 class ChunkRunner:
-    """Applies one executor task's chunks through the adapters' writers: one writer per target,
-    opened on first use; one transaction per chunk (:meth:`flush`), transient errors retried with
-    backoff, row errors isolated and dead-lettered where the mapping says so. Used by the sync
+    """Applies one executor task's chunks through the adapters' writers, held by a
+    :class:`pipeline.writers.Writers` (one writer per target, opened on first use, with the job's
+    lineage and the round's start position; one transaction per chunk, transient errors retried
+    with backoff); row errors isolated and dead-lettered where the mapping says so. Used by the sync
     job's partitions (:mod:`pipeline.job.partition`) and the full load's key ranges
     (:mod:`pipeline.etl.partition`)."""
 
     def __init__(self, ctx: JobContext, pid: int):
-        from adapters.registry import capabilities, make_writer, reset_caches
-
-        reset_caches(ctx.epoch)
         self.ctx, self.pid = ctx, pid
-        self.writers = {}
-        self._make_writer, self._capabilities = make_writer, capabilities
-        self.stats = ApplyStats()
+        self.session = Writers(ctx, options_of(ctx, pid))
         self.rows = 0
-        self.retries = 0  # chunks tried again after a TransientError (reported, counted in metrics)
         self.current: Change | None = None  # the first change of the chunk being applied (messages)
         on = any(getattr(m, "deadLetter", False) for m in ctx.mappings)
         self.dead = None
@@ -50,20 +54,19 @@ class ChunkRunner:
 
             self.dead = DeadLetters(ctx.blocked)
 
+    @property
+    def stats(self) -> ApplyStats:
+        """The counts of the writers closed or dropped so far (all of them after close/abort)."""
+        return self.session.stats
+
+    @property
+    def retries(self) -> int:
+        """Chunks tried again after a TransientError (reported, counted in metrics)."""
+        return self.session.retries
+
     def writer(self, midx: int):
-        tid = self.ctx.mapping_target[midx]
-        w = self.writers.get(tid)
-        if w is None:
-            kind, target = self.ctx.targets[tid]
-            mappings = tuple(m for i, m in enumerate(self.ctx.mappings) if self.ctx.mapping_target[i] == tid)
-            w = self.writers[tid] = self._make_writer(kind, target, mappings)
-            can = self._capabilities(kind)
-            if can.lineage:
-                w.track(self.ctx.scope, self.ctx.generation, self.ctx.recaptures)
-            if self.ctx.applied_from is not None and can.positions:
-                w.track_position(self.ctx.applied_from, self.pid)
-            w.open()
-        return w
+        """The open writer of mapping ``midx``'s target (the repair's tasks use it)."""
+        return self.session.writer(midx)
 
     def flush(self, midx: int, chunk: list[Change]) -> None:
         """Apply one chunk in one transaction, retrying transient failures with backoff.
@@ -100,41 +103,18 @@ class ChunkRunner:
         self._isolate(midx, dead.filter(self.ctx.mappings[midx], chunk[mid:]), dead)
 
     def _apply(self, midx: int, chunk: list[Change]) -> None:
-        """One transaction for ``chunk``; transient failures retried with backoff. On failure the
-        writer's counts go back to what was committed."""
+        """One transaction for ``chunk`` (:meth:`pipeline.writers.Writers.transaction`): transient
+        failures retried with backoff; on failure the writer's counts go back to what was committed,
+        and a row error rolls the chunk back for the halving."""
         mapping = self.ctx.mappings[midx]
 
         def retrying_after(attempt: int, e: BaseException, delay: float) -> None:
-            self.retries += 1
             log.warning("transient error, retrying the chunk", partition=self.pid, mapping=mapping.file,
                         attempt=attempt, of=self.ctx.retries, delay=delay, error=first_line(e))
 
-        for attempt in retrying(attempts=self.ctx.retries, on=TransientError,
-                                wait=doubling(0.5, self.ctx.backoff_max), before_sleep=retrying_after):
-            with attempt:
-                self._apply_once(midx, mapping, chunk)
-
-    def _apply_once(self, midx: int, mapping, chunk: list[Change]) -> None:
-        """One try of :meth:`_apply`: on a TransientError the writer is dropped (the next try opens
-        a new one); on a row error the transaction is rolled back for the halving."""
-        w = before = None
-        try:
-            w = self.writer(midx)  # opening may fail transiently too (target restarting)
-            before = ApplyStats().add(w.stats)
-            w.apply(mapping, chunk)
-            w.commit()
-            self.rows += len(chunk)
-            self._maybe_pause()
-        except TransientError:
-            if before is not None:
-                w.stats = before
-            self._discard(midx)
-            raise
-        except TargetError as e:
-            if before is not None and is_row_error(e):
-                w.stats = before
-                w.rollback()  # the chunk is tried again in parts (dead-letter isolation)
-            raise
+        self.session.transaction(midx, lambda w: w.apply(mapping, chunk), before_sleep=retrying_after)
+        self.rows += len(chunk)
+        self._maybe_pause()
 
     def _maybe_pause(self) -> None:
         ctx = self.ctx
@@ -151,28 +131,13 @@ class ChunkRunner:
         while time.monotonic() < deadline and not os.path.exists(resume):
             time.sleep(0.2)
 
-    def _discard(self, midx: int) -> None:
-        tid = self.ctx.mapping_target[midx]
-        w = self.writers.pop(tid, None)
-        if w is not None:
-            self.stats.add(w.stats)  # what it committed before (flush resets a failed chunk's counts)
-            for step in (w.rollback, w.close):
-                try:
-                    step()
-                except Exception:  # noqa: BLE001 - the connection is already broken
-                    pass
-
     def abort(self) -> None:
         """Roll back and release every writer after a failure."""
-        for midx in range(len(self.ctx.mappings)):
-            self._discard(midx)
+        self.session.abort()
 
     def close(self) -> None:
         """Release the writers; then write the dead-lettered rows durably (before success)."""
-        for w in self.writers.values():
-            self.stats.add(w.stats)
-            w.close()
-        self.writers = {}
+        self.session.close()
         if self.dead is not None:
             self.dead.publish(self.ctx.dead_letter_dir, self._part_name())
 

@@ -65,8 +65,8 @@ def _run(tmp_path, dead_letter: bool, blocked: frozenset = frozenset()) -> Chunk
     ctx = JobContext((m,), ("rdb:t",), {"rdb:t": ("rdb", None)}, dead_letter_dir=str(tmp_path / "round"),
                      blocked=blocked, backoff_max=0.0)
     run = ChunkRunner(ctx, 3)
-    run._make_writer = lambda kind, target, mappings: FakeWriter(target, mappings)
-    run._capabilities = lambda kind: Capabilities()  # the fake tracks no lineage or positions
+    run.session._make_writer = lambda kind, target, mappings: FakeWriter(target, mappings)
+    run.session._capabilities = lambda kind: Capabilities()  # the fake tracks no lineage or positions
     return run
 
 
