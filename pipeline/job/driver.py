@@ -22,7 +22,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from adapters.base import AppliedFrom, ApplyStats, Change, DdlChange
-from adapters.registry import after_ddl, capabilities, make_writer, reset_caches
+from adapters.registry import after_ddl, reset_caches
 from pipeline.config import Config
 from pipeline.job import mapped
 from pipeline.job.accumulators import merge, new_counter
@@ -35,11 +35,12 @@ from pipeline.job.refusals import Refusal, find, refusal_error
 from pipeline.job.rounds import RoundSizer, follower_error, follower_of, units
 from pipeline.job.schema import RESULT_SCHEMA
 from pipeline.job.session import codegen_for_round
-from pipeline.retry import doubling, first_line, retrying
+from pipeline.retry import first_line
 from pipeline.state.deadletter import DeadLetterStore
 from pipeline.state.waivers import waivers
 from pipeline.store import GroupLog, open_store
-from sluice_common.errors import SluiceError, TransientError
+from pipeline.writers import Lineage, Options, Writers
+from sluice_common.errors import SluiceError
 from sluice_common.logs import get_logger
 
 log = get_logger("sync")
@@ -423,43 +424,36 @@ def _apply_ddl(plan: GroupPlan, ddl: DdlChange, scope: str = "", charsets: Sourc
             log.warning("transient error, retrying the DDL", mapping=mapping.file, attempt=attempt, of=retries,
                         delay=delay, error=first_line(e))
 
-        retrying(attempts=retries, on=TransientError, wait=doubling(0.5, backoff_max),
-                 before_sleep=retrying_after)(_apply_ddl_once, plan, midx, ddl, scope, charsets)
+        _apply_ddl_to(plan, midx, ddl, scope, charsets, retries, backoff_max, retrying_after)
         log.info("ddl", database=ddl.database, table=ddl.table, kind=ddl.kind, mapping=mapping.file)
 
 
-def _apply_ddl_once(plan: GroupPlan, midx: int, ddl: DdlChange, scope: str,
-                    charsets: SourceCharsetsReader | None = None) -> None:
+def _apply_ddl_to(plan: GroupPlan, midx: int, ddl: DdlChange, scope: str, charsets: SourceCharsetsReader | None,
+                  retries: int, backoff_max: float, before_sleep) -> None:
+    """One transaction on a writer of its own (:class:`pipeline.writers.Writers`) made with all of
+    the target's mappings (a statement may name another mirrored database: a foreign key); the DDL
+    ledger records which store and group replayed it (lineage), the source's charset defaults come
+    from ``charsets`` or a reader of its own per writer made, closed here."""
     mapping = plan.mappings[midx]
-    tid = plan.mapping_target[midx]
-    kind, target = plan.targets[tid]
-    # all of the target's mappings: a statement may name another mirrored database (a foreign key)
-    same = tuple(m for i, m in enumerate(plan.mappings) if plan.mapping_target[i] == tid)
-    writer, can = make_writer(kind, target, same), capabilities(kind)
-    if can.lineage:
-        writer.track(scope)  # the DDL ledger records which store and group replayed it
-    if can.source_charsets:
-        writer.source_charsets = charsets or source_charsets_reader(plan)
-    own = charsets is None and can.source_charsets  # a reader of its own, closed here
-    try:
-        writer.open()
+    own: list[SourceCharsetsReader] = []
+
+    def reader() -> SourceCharsetsReader:
+        if charsets is not None:
+            return charsets
+        own.append(source_charsets_reader(plan))
+        return own[-1]
+
+    def work(writer) -> None:
         if ddl.kind == "TRUNCATE":
             writer.apply(mapping, [Change("TRUNCATE", ddl.database, ddl.table, {}, seq=ddl.seq)])
         else:
             writer.apply_ddl(mapping, ddl)
-        writer.commit()
-    except BaseException:
-        _quietly(writer.rollback)
-        raise
-    finally:
-        _quietly(writer.close)
-        if own:
-            writer.source_charsets.close()
 
-
-def _quietly(step) -> None:
-    """Roll back or close a writer whose connection may be gone; the error that got here counts."""
+    ws = Writers(plan, Options(retries=retries, backoff_max=backoff_max, lineage=Lineage(scope),
+                               source_charsets=reader))
     try:
-        step()
-    except Exception:  # noqa: BLE001 - a lost connection fails its rollback/close too
-        pass
+        ws.transaction(midx, work, before_sleep=before_sleep)
+    finally:
+        ws.close(quietly=True)  # a failed try's writer was rolled back and closed already
+        for r in own:
+            r.close()
