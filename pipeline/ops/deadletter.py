@@ -13,15 +13,13 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from adapters.base import Change
-from adapters.registry import make_writer
 from pipeline.config import Config
 from pipeline.job.deadletter import change_of
-from pipeline.job.group import GroupPlan, load_group
-from pipeline.retry import doubling, retrying
+from pipeline.job.group import load_group
 from pipeline.state.deadletter import DeadLetterStore
 from pipeline.store import GroupLog, open_store
-from sluice_common.errors import TransientError, is_row_error
+from pipeline.writers import Options, Writers
+from sluice_common.errors import is_row_error
 from sluice_common.logs import get_logger
 
 log = get_logger("deadletter")
@@ -71,7 +69,9 @@ def replay(cfg: Config, group: str, mapping: str | None = None, *, retries: int 
     with store.apply_lock(group):
         dead.discard_uncommitted()
         entries = [e for e in dead.entries() if not mapping or same_mapping(e["mapping"], mapping, base)]
-        applier = _Applier(plan, retries)
+        # one writer per target, one transaction per change, transient errors retried (waits doubling
+        # from 0.5 s up to 20 s); no lineage: a replayed entry is not a round of the group's binlog
+        writers = Writers(plan, Options(retries=retries, backoff_max=20.0))
         resolved: list[str] = []
         errors: dict[str, str] = {}
         waiting: set[tuple[str, str, str]] = set()
@@ -85,7 +85,8 @@ def replay(cfg: Config, group: str, mapping: str | None = None, *, retries: int 
                     msg = WAITING
                 else:
                     try:
-                        applier.apply(midx, change_of(e))
+                        change = change_of(e)
+                        writers.transaction(midx, lambda w, m=plan.mappings[midx], c=change: w.apply(m, [c]))
                         resolved += e["ids"]
                         result.applied += 1
                         continue
@@ -97,7 +98,7 @@ def replay(cfg: Config, group: str, mapping: str | None = None, *, retries: int 
                 errors.update({i: msg for i in e["ids"]})
                 result.failed.append({**e, "error": msg})
         finally:
-            applier.close()
+            writers.abort()  # roll back and close every writer, quietly
             dead.record_replay(resolved, errors)
             dead.compact()
         result.left = len(dead.entries())
@@ -107,52 +108,3 @@ def replay(cfg: Config, group: str, mapping: str | None = None, *, retries: int 
 
 def _base(cfg: Config) -> Path:
     return Path(cfg.file).resolve().parent if cfg.file not in ("", "<config>") else Path.cwd()
-
-
-class _Applier:
-    """One open writer per target; one transaction per change, transient errors retried."""
-
-    def __init__(self, plan: GroupPlan, retries: int):
-        self.plan, self.retries = plan, retries
-        self.writers: dict[str, object] = {}
-
-    def _writer(self, tid: str):
-        w = self.writers.get(tid)
-        if w is None:
-            kind, target = self.plan.targets[tid]
-            used = tuple(m for i, m in enumerate(self.plan.mappings) if self.plan.mapping_target[i] == tid)
-            w = self.writers[tid] = make_writer(kind, target, used)
-            w.open()
-        return w
-
-    def apply(self, midx: int, change: Change) -> None:
-        """Apply ``change`` in its own transaction; a TransientError drops the writer and is tried
-        again (``retries`` tries, waits doubling from 0.5 s up to 20 s)."""
-        retrying(attempts=self.retries, on=TransientError, wait=doubling(0.5, 20.0))(self._apply_once, midx, change)
-
-    def _apply_once(self, midx: int, change: Change) -> None:
-        tid = self.plan.mapping_target[midx]
-        w = None
-        try:
-            w = self._writer(tid)
-            w.apply(self.plan.mappings[midx], [change])
-            w.commit()
-        except TransientError:
-            self._drop(tid)
-            raise
-        except BaseException:
-            if w is not None:
-                w.rollback()
-            raise
-
-    def _drop(self, tid: str) -> None:
-        w = self.writers.pop(tid, None)
-        for step in (w.rollback, w.close) if w is not None else ():
-            try:
-                step()
-            except Exception:  # noqa: BLE001 - the connection is already broken
-                pass
-
-    def close(self) -> None:
-        for tid in list(self.writers):
-            self._drop(tid)
