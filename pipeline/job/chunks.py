@@ -64,10 +64,6 @@ class ChunkRunner:
         """Chunks tried again after a TransientError (reported, counted in metrics)."""
         return self.session.retries
 
-    def writer(self, midx: int):
-        """The open writer of mapping ``midx``'s target (the repair's tasks use it)."""
-        return self.session.writer(midx)
-
     def flush(self, midx: int, chunk: list[Change]) -> None:
         """Apply one chunk in one transaction, retrying transient failures with backoff.
 

@@ -13,16 +13,15 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import pyarrow as pa
 
 from pipeline.config import SourceConfig
 from pipeline.etl.progress import ProgressSink
 from pipeline.job.partition import JobContext
-from pipeline.retry import doubling, retrying
 from sluice_common.chunksql import Side, range_clause
-from sluice_common.errors import SluiceError, TransientError
+from sluice_common.errors import SluiceError
 
 from .guard import ChunkGuard, typed_connection
 from .plan import RepairTable
@@ -122,14 +121,17 @@ def _comparer(ctx: RepairContext, t: RepairTable, conn):
 
 
 def _run_unit(ctx: RepairContext, unit: RepairUnit, pid: int) -> pa.RecordBatch:
-    from pipeline.job.chunks import ChunkRunner
+    from pipeline.job.chunks import options_of
+    from pipeline.writers import Writers
 
     t = ctx.tables[unit.table]
     rng = t.ranges[unit.rng]
     t0 = time.monotonic()
     res = UnitResult(keys=[])
     guard = ChunkGuard(ctx.lock_path, ctx.source, ctx.flavor, ctx.group)
-    runner = ChunkRunner(ctx.job, pid)
+    # the job's lineage and epoch; a chunk's tries are the repair's own (RETRIES, waits up to 10 s),
+    # and each begins with ``open`` (the writer's connection also reads between commits)
+    runner = Writers(ctx.job, replace(options_of(ctx.job, pid), retries=RETRIES, backoff_max=10.0, begin_each=True))
     progress = ProgressSink(ctx.progress_addr, unit.uid)
     conn = comp = None
     where = f"{t.label} {rng}"
@@ -174,25 +176,15 @@ def _run_unit(ctx: RepairContext, unit: RepairUnit, pid: int) -> pa.RecordBatch:
 
 
 def _repair_chunk(guard: ChunkGuard, runner, comp, midx: int, mapping, lo, hi, res: UnitResult) -> ChunkCounts:
-    """Repair one chunk under the lock; a TransientError repeats it from its lock (``RETRIES``
-    tries, waits doubling from 0.5 s up to 10 s, counted in ``res.retries``)."""
+    """Repair one chunk under the lock, committed before the lock is released (``hold``); a
+    TransientError drops the writer and repeats the chunk from its lock (``RETRIES`` tries, waits
+    doubling from 0.5 s up to 10 s, counted in ``res.retries``)."""
 
     def count(_attempt: int, _e: BaseException, _delay: float) -> None:
         res.retries += 1
 
-    def once() -> ChunkCounts:
-        with guard.hold() as snap:
-            w = runner.writer(midx)
-            w.open()
-            try:
-                c = comp.repair(snap, w, mapping, lo, hi)
-                w.commit()  # before the lock is released
-            except BaseException:
-                runner.abort()  # roll back and drop the writer; the next try opens a new one
-                raise
-            return c
-
-    return retrying(attempts=RETRIES, on=TransientError, wait=doubling(0.5, 10.0), before_sleep=count)(once)
+    return runner.transaction(midx, lambda w, snap: comp.repair(snap, w, mapping, lo, hi), before_sleep=count,
+                              hold=guard.hold)
 
 
 def _bound(b, open_end: str) -> str:

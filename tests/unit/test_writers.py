@@ -1,14 +1,20 @@
 """The writer-session runner (pipeline/writers.py) with an in-memory writer: what it sets up before
 ``open`` per the adapter's capabilities, one commit per transaction, transient errors tried again on
-a new writer, row errors rolled back on the same writer, every writer closed on every exit path."""
+a new writer, row errors rolled back on the same writer, every writer closed on every exit path; and
+that the pipeline's apply loops drive writers only through it."""
 
 from __future__ import annotations
+
+import ast
+from pathlib import Path
 
 import pytest
 
 from adapters.base import ApplyStats, Capabilities
 from pipeline.writers import Lineage, Options, Writers
 from sluice_common.errors import RowError, TargetError, TransientError
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 class Plan:
@@ -135,3 +141,20 @@ def test_hold_is_entered_around_each_try_and_the_commit_is_inside_it():
     ws.transaction(0, lambda w, snap: w.apply("m0", [snap]), hold=hold)
     assert events[0] == "lock" and events[1] == "lock"  # the failed try left the lock by its exception
     assert events[2] == ("unlock", ("open", "open", ("apply", "m0", ("snap",)), "commit"))
+
+
+#: pipeline modules that make writers: the runner, and the ones that only ask a writer (pre-flight
+#: ``check``, verify's ``check``, the positions a new store reads), never apply through it
+MAKERS_OK = {"pipeline/writers.py", "pipeline/job/group.py", "pipeline/ops/verify.py", "pipeline/job/positions.py"}
+
+
+def test_the_pipeline_drives_writers_only_through_the_runner():
+    makers, setup = set(), set()
+    for path in sorted((REPO / "pipeline").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and any(a.name == "make_writer" for a in node.names):
+                makers.add(str(path.relative_to(REPO)))
+            if isinstance(node, ast.Attribute) and node.attr in ("track", "track_position", "source_charsets"):
+                setup.add(str(path.relative_to(REPO)))
+    assert makers <= MAKERS_OK, f"writers made outside pipeline/writers.py: {sorted(makers - MAKERS_OK)}"
+    assert setup <= {"pipeline/writers.py"}, f"writers set up outside pipeline/writers.py: {sorted(setup)}"
