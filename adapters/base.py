@@ -18,6 +18,9 @@ Life cycle on an executor, per partition::
     for chunk in chunks(changes, commitBatch):   # changes already in source order per key
         w.apply(mapping, chunk); w.commit()      # or w.rollback() and stop on error
     w.close()
+
+The pipeline drives this life cycle in one place, ``pipeline/writers.py`` (sync, its DDL replay,
+full loads, dead-letter replay, repair).
 """
 
 from __future__ import annotations
