@@ -128,6 +128,11 @@ class Capabilities:
     #: chunked checksums over a DB-API connection, adapters/rdb/verify.py), ``documents`` (counts and
     #: a sample of documents by ``_id``) or ``rows`` (counts and a sample of rows by row key)
     compare: Literal["checksums", "documents", "rows"] = "rows"
+    #: the writer folds each key's changes within a chunk (adapters/rdb/fold.py) for tables whose rows
+    #: need only per-key order (hash-partitioned, every key column compared exactly): the job then
+    #: delivers such a table's changes grouped by key within a partition (each key's in source
+    #: order), so a chunk holds a key's whole run of changes instead of scattered pieces
+    folds: bool = False
 
 
 @dataclass

@@ -13,8 +13,9 @@ from adapters.rdb.writer import RdbWriter
 
 #: the writer tracks lineage and the applied source position (``_sluice_progress``, the DDL ledger,
 #: ``_sluice_applied``), replays DDL with the source's charsets, checks the foreign keys the source
-#: cascades with; verify and repair compare every row by chunked checksums
-CAPABILITIES = Capabilities(lineage=True, positions=True, source_charsets=True, foreign_keys=True,
+#: cascades with, folds each key's changes within a chunk; verify and repair compare every row by
+#: chunked checksums
+CAPABILITIES = Capabilities(lineage=True, positions=True, source_charsets=True, foreign_keys=True, folds=True,
                             compare="checksums")
 
 def make_writer(target: RdbTarget, mappings: tuple[Any, ...]) -> RdbWriter:

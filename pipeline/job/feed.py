@@ -114,14 +114,24 @@ class Feed:
         self.pending = {}
 
 
-def check_order(last: tuple, changes: list[Change], pid: int) -> None:
-    """The plan promises seq order within a partition; never apply out of it."""
-    seqs = [c.seq for c in changes]
-    if seqs[0] >= last and all(map(le, seqs, islice(seqs, 1, None))):
-        return
-    bad = next(s for p, s in zip([last, *seqs], seqs, strict=False) if s < p)
-    raise SluiceError(f"internal: change {bad} reached partition {pid} out of order; nothing was acked",
+def check_order(last: tuple, changes: list[Change], pid: int, hks: list | None = None) -> tuple:
+    """The plan promises seq order within a partition -- for a folding writer's key-grouped rows
+    (``hks``: their key hashes, None for the others), order by key hash and then seq, after the
+    others; never apply out of it. Returns the order key of the last change (the next ``last``)."""
+    if hks is None:
+        keys = [(False, 0, c.seq) for c in changes]
+    else:
+        keys = [(h is not None, h or 0, c.seq) for h, c in zip(hks, changes, strict=True)]
+    if keys[0] >= last and all(map(le, keys, islice(keys, 1, None))):
+        return keys[-1]
+    bad = next(k for p, k in zip([last, *keys], keys, strict=False) if k < p)
+    raise SluiceError(f"internal: change {bad[2]} reached partition {pid} out of order; nothing was acked",
                       hint="report this; rerun with spark.partitions > 1")
+
+
+def key_hashes(batch: pa.RecordBatch) -> list | None:
+    """The ``hk`` column of a batch (None when the plan has none: one partition)."""
+    return batch.column("hk").to_pylist() if "hk" in batch.schema.names else None
 
 
 class Pipe:

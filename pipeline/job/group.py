@@ -54,7 +54,9 @@ class GroupPlan:
                 if rules.folds:
                     folder = rules.folder(target)  # one per target
                     folders.update((m, folder) for m, _ in rules.folds)
-        return KeyPlan(ordered, folds, folders)
+        by_key = frozenset(i for i in range(len(self.mappings))
+                           if capabilities(self.targets[self.mapping_target[i]][0]).folds)
+        return KeyPlan(ordered, folds, folders, by_key)
 
     def check(self, store: Any = None) -> None:
         """Pre-flight: mappings fit the source tables, and every target answers and fits (RDB

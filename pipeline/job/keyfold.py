@@ -27,6 +27,9 @@ class KeyPlan:
     #: midx -> ``(fold kind, texts) -> folds`` of its target (the rules' ``folder``; one object per
     #: target, so a UDF batch asks each target server once per kind)
     folders: dict[int, Any] = field(default_factory=dict)
+    #: mappings whose writer folds each key's changes (``Capabilities.folds``): their hash-partitioned
+    #: tables with exact keys are delivered grouped by key (:meth:`by_key_expr`)
+    by_key: frozenset[int] = frozenset()
 
     @staticmethod
     def _rule_key() -> Column:
@@ -43,6 +46,19 @@ class KeyPlan:
             return F.lit(None).cast("string")
         entries = {f"{m}{SEP}{t.lower()}": g for (m, t), g in self.ordered.items()}
         return F.element_at(self._lookup(entries), self._rule_key())
+
+    def by_key_expr(self, key: Column) -> Column:
+        """A hash of (mapping, table, key) for a change that its partition may deliver grouped by key
+        (a folding writer's table, not in an ordered group, every key column exact), else NULL. Equal
+        keys hash equal, so sorting by it and then by seq keeps each key's changes together and in
+        order; two keys that share a hash only interleave, which per-key order allows."""
+        if not self.by_key:
+            return F.lit(None).cast("long")
+        mine = F.col("midx").isin(*sorted(self.by_key)) & F.col("grp").isNull()
+        if self.folds:
+            entries = {f"{m}{SEP}{t.lower()}": "1" for (m, t) in self.folds}
+            mine &= F.element_at(self._lookup(entries), self._rule_key()).isNull()
+        return F.when(mine, F.xxhash64(F.col("midx"), F.col("database"), F.col("table"), key))
 
     def fold_expr(self, key: Column) -> Column:
         """``key`` (values joined by U+0001) with the non-exact key columns folded."""

@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from adapters.base import ApplyStats, Change
 from pipeline.job.chunks import ChunkRunner
-from pipeline.job.feed import Decoded, Feed, Pipe, changes, check_order
+from pipeline.job.feed import Decoded, Feed, Pipe, changes, check_order, key_hashes
 from sluice_common.errors import SluiceError
 
 RESULT_FIELDS = [("partition", pa.int32()), ("ok", pa.bool_()), ("rows", pa.int64()), ("stats", pa.string()),
@@ -89,13 +89,12 @@ def apply_function(ctx: JobContext, counters=None):
         pipe = Pipe(run)
         feed = Feed(pipe, [_commit_batch(m) for m in ctx.mappings])
         pks, types = Decoded(()), Decoded({})
-        last = (-1, -1, -1)
+        last = (False, 0, (-1, -1, -1))
         try:
             for batch in batches:
                 midx, chunk = changes(batch, pks, types)
                 if chunk:
-                    check_order(last, chunk, pid)
-                    last = chunk[-1].seq
+                    last = check_order(last, chunk, pid, key_hashes(batch))
                     feed.add(midx, chunk)
             feed.drain()
             pipe.finish()

@@ -9,7 +9,10 @@ Steps (all Spark SQL expressions, so splitting and hashing never leave the JVM):
    ``ON UPDATE CASCADE`` must see it as one);
 5. hash-partition by the part key -- the ordered group, or (mapping, target key as the target
    compares it: :mod:`pipeline.job.keyfold`) -- and sort each partition by seq (one partition:
-   neither, the lines stream in batch order).
+   neither, the lines stream in batch order). Tables of a writer that folds each key's changes
+   (``Capabilities.folds``) whose rows need only per-key order come after the others, grouped by
+   key (``hk``, a hash of mapping, table and key) and by seq within a key, so that a chunk holds
+   a key's whole run of changes.
 Row images stay JSON text throughout (parsed in the JVM only where a key is needed).
 """
 
@@ -126,14 +129,16 @@ def split_rows(routed: DataFrame, routes: list[Route], keyed: bool = True, keys:
         by_key = F.concat(F.col("midx").cast("string"), F.lit("\u0002"),
                           F.when(concurrent_expr(routes), keys.fold_expr(row_key)).otherwise(F.lit("")))
         cols += [row_key.alias("key"),
-                 F.when(F.col("grp").isNotNull(), F.concat(F.lit("G"), F.col("grp"))).otherwise(by_key).alias("part")]
+                 F.when(F.col("grp").isNotNull(), F.concat(F.lit("G"), F.col("grp"))).otherwise(by_key).alias("part"),
+                 F.when(concurrent_expr(routes), keys.by_key_expr(row_key)).alias("hk")]
     return rows.select(*cols)
 
 
 def partitioned_changes(dml: DataFrame, segment: Segment, routes: list[Route], partitions: int,
                         keys: KeyPlan | None = None, in_order: bool = True) -> DataFrame:
     """The changes of one segment, hash-partitioned by part key (ordered group, or mapping and
-    key as the target compares it), sorted by seq.
+    key as the target compares it), sorted by seq (a folding writer's key-grouped tables: by key
+    hash, then seq; after the rest).
 
     One partition: no shuffle and no sort. ``dml`` must then come from :func:`read_dml` with
     ``ordered=True``: the lines stream in batch order from the JSON reader straight to the
@@ -147,5 +152,5 @@ def partitioned_changes(dml: DataFrame, segment: Segment, routes: list[Route], p
         return one if in_order else one.sortWithinPartitions("batchId", "seq", "row", "sub")
     changes = split_rows(routed, routes, keyed=True, keys=keys)
     return (changes.repartition(partitions, "part")
-            .sortWithinPartitions("batchId", "seq", "row", "sub")
+            .sortWithinPartitions(F.col("hk").asc_nulls_first(), "batchId", "seq", "row", "sub")
             .drop("part"))
