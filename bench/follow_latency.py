@@ -218,7 +218,10 @@ def main() -> None:
         writer.join()
         last = probes.write_one()   # the drain: until this one (after every sysbench commit) arrives
         deadline = time.time() + 120
-        while time.time() < deadline and any(last not in probes.seen.get(t, {}) for t in _targets(es)):
+        # every probe, not only the last: partitions commit on their own, so a probe of another key may
+        # become visible a moment after the last one (a poll stopped at the last one counted it missing)
+        while time.time() < deadline and any(i not in probes.seen.get(t, {}) for t in _targets(es)
+                                             for i in list(probes.commits)):
             time.sleep(0.2)
         for t in _targets(es):
             at = probes.seen.get(t, {}).get(last)

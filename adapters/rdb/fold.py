@@ -18,24 +18,28 @@ sequence with the same two outcomes:
 =======================  =======================  ========================================
 from absent              from present             folded to
 =======================  =======================  ========================================
-absent                   absent                   the last ``DELETE``
+absent                   absent                   the last ``DELETE`` (after the first
+                                                  ``INSERT`` when the chain starts with one)
 absent                   the last UPDATE's image  that ``UPDATE`` (changed columns merged)
-the last image           the last image           ``DELETE`` + ``INSERT`` of it, or (no DELETE
-                                                  in the chain) the first ``INSERT`` + the
-                                                  last ``UPDATE``
+the last image           the last image           a chain starting with ``INSERT``: it, then
+                                                  an ``UPDATE`` to the last image; else the
+                                                  last ``DELETE`` + an ``INSERT`` of it
 the first INSERT's       unchanged                that ``INSERT``
 =======================  =======================  ========================================
 
 Anything else (e.g. an INSERT of a row the chain had not deleted: a source that is not
-consistent) is applied as it came. Only chains of one row shape are folded (a row image with
-fewer columns -- ``binlog_row_image=MINIMAL`` -- sets only those columns), and UPDATEs that change
-no written column are dropped first, as the writer skips them anyway.
+consistent; an UPSERT of a full load) is applied as it came, and so is a chain whose key holds a
+NULL (a nullable unique ``targetPk``: the target keeps each such row apart). Only chains of one
+row shape are folded (a row image with fewer columns -- ``binlog_row_image=MINIMAL`` -- sets only
+those columns), and UPDATEs that change no written column are dropped first, as the writer skips
+them anyway.
 """
 
 from __future__ import annotations
 
 from adapters.base import Change
 
+_FOLDED_KINDS = frozenset({"INSERT", "UPDATE", "DELETE"})
 _ABSENT = -1   # the row does not exist
 _KEPT = -2     # the row is as the target held it before the chain (a skipped duplicate INSERT)
 
@@ -56,24 +60,36 @@ def _run(chain: list[Change], state: int) -> int:
     return state
 
 
-def fold(chain: list[Change]) -> list[Change] | None:
+def fold(chain: list[Change], written: tuple[str, ...] = ()) -> list[Change] | None:
     """The folded changes of one key's chain (in order), or None to apply the chain as it came.
 
     ``chain``: two or more changes of one row, in source order, each INSERT, UPDATE or DELETE,
-    none changing the key, all of one row shape, none an UPDATE that changes nothing written."""
+    none changing the key, all of one row shape, none an UPDATE that changes nothing written.
+    ``written``: the non-key columns an UPDATE writes (marked changed in a synthesized UPDATE).
+
+    A chain that starts with an INSERT made its row in this chunk (on a consistent target the row
+    is absent before it): the fold keeps that INSERT first, so a healthy target counts no DELETE
+    or UPDATE that matched nothing (``missed`` says the target lacks rows)."""
+    if any(c.kind not in _FOLDED_KINDS for c in chain):
+        return None
     a, p = _run(chain, _ABSENT), _run(chain, _KEPT)
+    new_row = chain[0].kind == "INSERT"
     if a == _ABSENT and p == _ABSENT:
-        return [chain[max(i for i, c in enumerate(chain) if c.kind == "DELETE")]]
+        last_delete = chain[max(i for i, c in enumerate(chain) if c.kind == "DELETE")]
+        return [chain[0], last_delete] if new_row else [last_delete]
     if a == _ABSENT and p >= 0:
         return [_merged_update(chain, p)]
     if a >= 0 and a == p:
         last = chain[a]
+        if new_row:  # it ends as ``last``'s image from any state: INSERT, then UPDATE to that image
+            deleted = any(c.kind == "DELETE" for c in chain[1:a])
+            update = _merged_update(chain, a) if last.kind == "UPDATE" and not deleted else \
+                last._replace(kind="UPDATE", old=dict.fromkeys(written))
+            return [chain[0], update]
         deletes = [i for i, c in enumerate(chain) if c.kind == "DELETE"]
         if deletes:
             insert = last if last.kind == "INSERT" else last._replace(kind="INSERT", old=None)
             return [chain[deletes[-1]], insert]
-        if chain[0].kind == "INSERT" and last.kind == "UPDATE":
-            return [chain[0], _merged_update(chain, a)]
         return None
     if a >= 0 and p == _KEPT and chain[a].kind == "INSERT":
         return [chain[a]]

@@ -92,7 +92,7 @@ class Sequencer:
         for chain in chains.values():
             kept = chain[1:] if len(chain) == 2 else self._fold(chain[0], chain[1:], folded)
             for level, c in enumerate(kept):
-                b = (level, _KINDS[c.kind], c.database, c.table)
+                b = (level, _KINDS[c.kind], c.database, c.table, tuple(c.data))
                 bucket = buckets.get(b)
                 if bucket is None:
                     buckets[b] = [c]
@@ -109,7 +109,10 @@ class Sequencer:
         shape, no key change, a table without system versioning or ENUM '' relaxing."""
         if plan.info.period is not None or plan.relax:
             return changes
-        keys = changes[0].data.keys()
+        first = changes[0]
+        if any(first.data.get(s) is None for s in plan.key_src):
+            return changes  # NULL keys: every such row is its own (a nullable unique targetPk)
+        keys = first.data.keys()
         live = []
         for c in changes:
             if c.data.keys() != keys:
@@ -120,7 +123,8 @@ class Sequencer:
                 if plan.changes_nothing(c):
                     continue
             live.append(c)
-        out = fold(live) if len(live) > 1 else live
+        written = tuple(s for s in plan.src if s not in plan.key_src)
+        out = fold(live, written) if len(live) > 1 else live
         if out is None:
             return changes
         if len(out) < len(changes):

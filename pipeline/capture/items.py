@@ -161,8 +161,9 @@ class Tick:
 @dataclass(slots=True)
 class Advance:
     """The stream moved past events that belong to no transaction -- a rotate and the next file's
-    header (format description, GTID list, binlog checkpoint, previous GTIDs) -- and nothing came
-    after them: the resume position is now after them, with the GTID state of the last commit."""
+    header (format description, GTID list, binlog checkpoint, previous GTIDs; MariaDB also writes a
+    binlog checkpoint in the middle of a file) -- and nothing came after them: the resume position
+    is now after them, with the GTID state of the last commit."""
 
     logfile: str
     logpos: int

@@ -12,9 +12,11 @@ round trip and a new Spark job), is the smallest of
 * ``spark.roundSeconds`` times the apply rate the group's recent rounds reached (units per
   second, an average that leans to the newest round), so a round takes about that long; half of
   that for the first round of a process (its JVM is cold: no compiled code yet); while no rate is
-  known (a group's first round, which measures it) ``spark.roundRows`` alone bounds it (a first
+  known (a group's first warm round, which measures it) ``spark.roundRows`` alone bounds it (a first
   round of one batch made every new group's backlog a string of small rounds, each paying a Spark
-  job);
+  job). A process's first round does not teach the rate: it measures the JVM's start (a follower's
+  first round of 19k rows took 47 s, and the rounds after it stayed at one batch while the backlog
+  grew, issue 38);
 * after a round that did not finish, half of what it tried, down to one batch; each round that
   then finishes doubles it again.
 
@@ -123,7 +125,7 @@ class RoundSizer:
 
     def done(self, size: int, seconds: float) -> None:
         """The round finished and was acked in ``seconds``: the rate learns from it, a limit grows."""
-        if size > 0 and seconds > 0:
+        if size > 0 and seconds > 0 and self.group in _WARM:  # a cold round measures the JVM's start
             r = size / seconds
             self.rate = r if self.rate is None else RATE_WEIGHT * r + (1 - RATE_WEIGHT) * self.rate
         if self.limit is not None:  # twice what it could do (a limit below one batch took one batch)

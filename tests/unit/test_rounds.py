@@ -31,6 +31,8 @@ def test_a_round_is_bounded_by_rows_and_by_seconds_at_the_recent_rate(tmp_path):
     batches = [_meta(i, 300) for i in range(1, 11)]
     assert s.take(batches) == 3, "no rate known yet: roundRows alone bounds the round that measures it"
     s.begin(300)
+    s.done(300, 30.0)                                             # the process's cold first round
+    assert s.rate is None and s.budget() == 1000, "a cold round measures the JVM's start, not the rate"
     s.done(300, 0.5)                                              # 600 units/s, and the process is warm
     assert s.budget() == 1000 and s.take(batches) == 3            # 900 rows; a fourth batch would pass 1000
     assert s.take([_meta(1, 5000)]) == 1, "a round takes at least one batch"
