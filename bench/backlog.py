@@ -1,7 +1,7 @@
 """A backlog of OLTP traffic applied by a parallel MariaDB replica and by Sluice, same range, same run.
 
     .venv/bin/python bench/backlog.py [--tables 4] [--table-size 20000] [--seconds 45] [--threads 4]
-        [--partitions 2] [--lanes 1[,2,4]] [--repeat 1] [--serial] [--record]
+        [--partitions 2] [--lanes 1[,2,4]] [--repeat 1] [--round-rows N] [--serial] [--record]
 
 Needs ``scripts/services start mariadb mariadb-target mariadb-replica``. On the source MariaDB a
 fresh, empty database gets sysbench's tables (``--tables`` x ``--table-size``, prepare: CREATE TABLE,
@@ -113,6 +113,8 @@ def main() -> int:
     ap.add_argument("--partitions", type=int, default=2)
     ap.add_argument("--lanes", default="1", help="spark.applyLanes of each Sluice pass, comma-separated (e.g. 1,2,4)")
     ap.add_argument("--repeat", type=int, default=1, help="Sluice passes per --lanes value (the range captured once)")
+    ap.add_argument("--round-rows", type=int, default=None,
+                    help="spark.roundRows of the deployment (default: the config's default)")
     ap.add_argument("--serial", action="store_true", help="also a serial replay: mariadb-binlog | mariadb")
     ap.add_argument("--keep", action="store_true", help="keep the databases and the deployment")
     ap.add_argument("--record", action="store_true", help="append the result to docs/benchmarks.md")
@@ -143,7 +145,7 @@ def main() -> int:
         with load.phase():
             replica_s = run_replica(rep, src, start, end)
         print(f"replica: {replica_s:.1f} s")
-        cfg = write_deployment(tmp, src, dst, db, f"{db}_p0", args.partitions, lanes[0])
+        cfg = write_deployment(tmp, src, dst, db, f"{db}_p0", args.partitions, lanes[0], args.round_rows)
         sysbench.create_database(dst, f"{db}_p0")
         quiesce(dst)
         with load.phase():
@@ -154,7 +156,7 @@ def main() -> int:
         for i, n in enumerate(x for x in lanes for _ in range(args.repeat)):
             target = f"{db}_p{i}"
             if i:
-                cfg = write_deployment(tmp, src, dst, db, target, args.partitions, n)
+                cfg = write_deployment(tmp, src, dst, db, target, args.partitions, n, args.round_rows)
                 sysbench.create_database(dst, target)
                 timed(sluice_cmd("store", "set-cursor", "--config", str(cfg), "--group", "g", "--to", "0"), env)
             shutil.rmtree(tmp / "store" / "rounds", ignore_errors=True)  # each pass sizes its rounds afresh

@@ -78,14 +78,16 @@ def run_serial(src: dict, dst: dict, start: Position, end: Position, db: str, in
     return time.perf_counter() - t0
 
 
-def write_deployment(tmp: Path, src: dict, dst: dict, db: str, target: str, partitions: int, lanes: int) -> Path:
+def write_deployment(tmp: Path, src: dict, dst: dict, db: str, target: str, partitions: int, lanes: int,
+                     round_rows: int | None = None) -> Path:
     """``tmp/sluice.yml``: group ``g`` mirrors ``db`` into ``target`` on ``dst`` (``local[P]``,
     ``spark.partitions: P``; ``spark.applyLanes`` when > 1); the store in ``tmp/store``."""
     (tmp / "mappings").mkdir(exist_ok=True)
     mirror = {"dataSourceKey": "defaultDS", "destination": db, "groupId": "g", "outerAdapterKey": "tgt",
               "dbMapping": {"mirrorDb": True, "database": db, "targetDb": target}}
     (tmp / "mappings" / "mirror.yml").write_text(yaml.safe_dump(mirror))
-    spark = {"master": f"local[{partitions}]", "partitions": partitions, **({"applyLanes": lanes} if lanes > 1 else {})}
+    spark = {"master": f"local[{partitions}]", "partitions": partitions, **({"applyLanes": lanes} if lanes > 1 else {}),
+             **({"roundRows": round_rows} if round_rows is not None else {})}
     cfg = {"source": {"name": db, "host": src["host"], "port": src["port"], "user": src["user"],
                       "password": src["password"], "serverId": 7600 + os.getpid() % 300,
                       "filter": {"include": rf"{db}\..*"}},
