@@ -28,7 +28,7 @@ from __future__ import annotations
 import abc
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple, Protocol
 
 #: ``UPSERT`` never comes from the binlog: full loads (``sluice etl``/``bootstrap``) send it to
 #: mean "insert the row, or overwrite the row with the same target key" -- RDB: delete-by-key +
@@ -124,6 +124,10 @@ class Capabilities:
     #: keys (in the target's names) that the target must have, because the binlog does not carry the
     #: rows they change; a target without them is warned about mapped tables the source cascades into
     foreign_keys: bool = False
+    #: ``Writer.check_key_collations(source)``: pre-flight, no key of a mapped target table compares
+    #: more coarsely than the source column it holds (the source's side asked of ``source``, a
+    #: :class:`SourceCollations`); the job calls it when the source answered its own checks
+    key_collations: bool = False
     #: how ``sluice verify`` and ``sluice repair`` compare it with the source: ``checksums`` (every row,
     #: chunked checksums over a DB-API connection, adapters/rdb/verify.py), ``documents`` (counts and
     #: a sample of documents by ``_id``) or ``rows`` (counts and a sample of rows by row key)
@@ -133,6 +137,20 @@ class Capabilities:
     #: delivers such a table's changes grouped by key within a partition (each key's in source
     #: order), so a chunk holds a key's whole run of changes instead of scattered pieces
     folds: bool = False
+
+
+class SourceCollations(Protocol):
+    """The source's side of ``Writer.check_key_collations`` (``Capabilities.key_collations``), handed
+    by the job (pipeline/job/collations.py): what the source's catalog and server say."""
+
+    def tables(self, database: str) -> list[str]:
+        """The base tables of a source database."""
+
+    def column_collations(self, database: str, table: str) -> list[tuple[str, str | None, str | None]]:
+        """``(column, charset, collation)`` of each column of a source table (None: not text)."""
+
+    def equal_pairs(self, charset: str, collation: str) -> frozenset[tuple[int, int]]:
+        """What ``collation`` equates on the source (:func:`sluice_common.collations.equal_pairs`)."""
 
 
 @dataclass

@@ -17,8 +17,9 @@ what the source understood:
   the columns later ``ALTER``\\ s add to it, take the source's effective collation.
 
 Only at parenthesis depth 0 and 1 (clauses and column definitions): a ``CHARACTER SET`` inside
-``CAST(...)`` takes no ``COLLATE``. The source's defaults (:class:`SourceCharsets`) are read from the
-source server by the job (its database defaults and charset defaults as they are when it runs).
+``CAST(...)`` takes no ``COLLATE``. The source's defaults (:class:`sluice_common.collations.SourceCharsets`)
+are read from the source server by the job (pipeline/source/catalog.py: its database defaults and
+charset defaults as they are when it runs).
 
 :func:`translate` maps, where the target lacks a name, MySQL's NO PAD UCA 9.0.0 collations
 (``*_0900_ai_ci``, ``_as_ci``, ``_as_cs``, the language ones, ``*_0900_bin``) and MariaDB's NO PAD
@@ -32,10 +33,10 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+from sluice_common.collations import SourceCharsets
 from sluice_common.errors import TargetMismatchError
 
 #: MySQL's language codes of the 0900 collations and MariaDB's names of the same uca1400 tailorings
@@ -80,39 +81,6 @@ def translate(name: str, have: frozenset[str]) -> str | None:
     if n in have or (n.startswith("utf8_") and "utf8mb3_" + n[5:] in have):
         return name
     return next((c for c in candidates(name) if c in have), None)
-
-
-@dataclass(frozen=True)
-class SourceCharsets:
-    """The source's defaults a DDL statement left implicit (read by the job from the source)."""
-
-    #: database -> (charset, collation): the default of each mirrored database
-    databases: Mapping[str, tuple[str, str]] = field(default_factory=dict)
-    #: charset -> its default collation on the source server
-    charsets: Mapping[str, str] = field(default_factory=dict)
-
-
-def read_source_charsets(cur, databases: set[str]) -> SourceCharsets:
-    """The defaults of ``databases`` and of every charset, from a source cursor (pymysql)."""
-    dbs: dict[str, tuple[str, str]] = {}
-    if databases:
-        marks = ", ".join(["%s"] * len(databases))
-        cur.execute("SELECT SCHEMA_NAME, DEFAULT_CHARACTER_SET_NAME, DEFAULT_COLLATION_NAME FROM "
-                    f"information_schema.SCHEMATA WHERE SCHEMA_NAME IN ({marks})", tuple(sorted(databases)))
-        dbs = {r[0]: (r[1], r[2]) for r in cur.fetchall()}
-    cur.execute("SELECT CHARACTER_SET_NAME, DEFAULT_COLLATE_NAME FROM information_schema.CHARACTER_SETS")
-    charsets = {r[0]: r[1] for r in cur.fetchall()}
-    cur.execute("SHOW GLOBAL VARIABLES WHERE Variable_name IN ('default_collation_for_utf8mb4', "
-                "'character_set_collations')")
-    for var, value in cur.fetchall():
-        if var == "default_collation_for_utf8mb4" and value:
-            charsets["utf8mb4"] = value
-        elif value:  # MariaDB 11.2+: "utf8mb4=uca1400_ai_ci,..."; bare uca1400 names take the charset
-            for part in str(value).split(","):
-                cs, _, coll = part.strip().partition("=")
-                if cs and coll:
-                    charsets[cs] = coll if coll.startswith(cs + "_") else f"{cs}_{coll}"
-    return SourceCharsets(dbs, charsets)
 
 
 _names: dict[Any, frozenset[str]] = {}

@@ -13,10 +13,10 @@ from adapters.rdb.writer import RdbWriter
 
 #: the writer tracks lineage and the applied source position (``_sluice_progress``, the DDL ledger,
 #: ``_sluice_applied``), replays DDL with the source's charsets, checks the foreign keys the source
-#: cascades with, folds each key's changes within a chunk; verify and repair compare every row by
-#: chunked checksums
-CAPABILITIES = Capabilities(lineage=True, positions=True, source_charsets=True, foreign_keys=True, folds=True,
-                            compare="checksums")
+#: cascades with and (MySQL/MariaDB targets) that no key compares more coarsely than the source, folds each
+#: key's changes within a chunk; verify and repair compare every row by chunked checksums
+CAPABILITIES = Capabilities(lineage=True, positions=True, source_charsets=True, foreign_keys=True,
+                            key_collations=True, folds=True, compare="checksums")
 
 def make_writer(target: RdbTarget, mappings: tuple[Any, ...]) -> RdbWriter:
     """A new, unopened writer for ``target`` applying ``mappings`` (RdbTable or dbMapping Mappings)."""

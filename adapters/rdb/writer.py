@@ -25,12 +25,11 @@ from typing import Any
 from sqlalchemy.engine import Connection, CursorResult
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
-from adapters.base import AppliedFrom, Change, DdlChange, Writer
+from adapters.base import AppliedFrom, Change, DdlChange, SourceCollations, Writer
 from adapters.rdb import applied as applied_mod
 from adapters.rdb import dbsequence
 from adapters.rdb import ddl as ddl_mod
 from adapters.rdb.applied import Applied
-from adapters.rdb.charsets import SourceCharsets
 from adapters.rdb.check import check_cascades, check_mapping
 from adapters.rdb.chunk import ChunkApply
 from adapters.rdb.client import engine_for
@@ -38,11 +37,13 @@ from adapters.rdb.config import RdbTable, RdbTarget
 from adapters.rdb.ddl import applied_after
 from adapters.rdb.dialects import dialect_of, fk_checks_sql
 from adapters.rdb.errors import classify, connect_error
+from adapters.rdb.keycollations import check_key_collations
 from adapters.rdb.plan import Plan, build_plan
 from adapters.rdb.progress import Progress
 from adapters.rdb.schema import TableInfo, forget, prefetch, table_info
 from adapters.rdb.sequence import Sequencer
 from adapters.rdb.statements import Sql
+from sluice_common.collations import SourceCharsets
 from sluice_common.errors import SluiceError, TargetError
 from sluice_common.logs import get_logger
 
@@ -341,6 +342,11 @@ class RdbWriter(Writer):
         finally:
             self.conn = None
             conn.close()
+
+    def check_key_collations(self, source: SourceCollations) -> None:
+        """Pre-flight: no key of a mapped MySQL/MariaDB table compares more coarsely than its source
+        column; ``source`` answers for the source (adapters/rdb/keycollations.py)."""
+        check_key_collations(self, source)
 
 
 def _run_end(changes: list[Change], i: int) -> int:

@@ -8,28 +8,21 @@ writer a reader of those defaults; it asks the source when a CREATE or ALTER is 
 answer is what the source says now), on one connection a sync keeps for its DDL. A source that
 cannot be reached then fails the replay (nothing is acked; the next run replays it).
 
-:func:`check_key_collations` compares, for every column of every unique key (and primary key) of a
-mapped MySQL/MariaDB target table, the target column's collation with the source column's, each on
-its own server, over :data:`PROBES` (strings that differ in case, accents, trailing spaces,
-expansions, width, ...): if the target calls two of them equal that the source does not, two source
-rows could be one target row, and the mapping is refused naming both columns and collations. A
-finer target (NO PAD under a PAD SPACE source, a ``_bin`` under a ``_ci``) is accepted.
+:func:`check_key_collations` asks every target whose adapter checks key collations
+(``Capabilities.key_collations``: the RDB adapter, for MySQL/MariaDB targets,
+adapters/rdb/keycollations.py) whether a column of a unique key (or primary key) of a mapped table
+compares more coarsely than the source column it holds, over
+:data:`sluice_common.collations.PROBES`; this module answers the source's side of it
+(:class:`SourceCollations`: the source's tables, its columns' collations, what they equate).
 """
 
 from __future__ import annotations
 
-import re
-
-from adapters.rdb.charsets import SourceCharsets, read_source_charsets, target_collations, translate
-from adapters.rdb.client import engine_for
-from adapters.rdb.config import RdbTable
-from adapters.rdb.keys import list_tables
-from adapters.rdb.schema import table_info
+from adapters.registry import capabilities, make_writer
 from pipeline.mapping import DbMapping
 from pipeline.source import catalog
 from pipeline.source.connect import connect
-from sluice_common.errors import ConfigError
-from sluice_common.mysqltypes import quote_ident
+from sluice_common.collations import SourceCharsets, cached_equal_pairs
 
 
 def connect_source(cfg):
@@ -66,7 +59,7 @@ class SourceCharsetsReader:
 
     def _read(self) -> SourceCharsets:
         with self.conn.cursor() as cur:
-            return read_source_charsets(cur, self.databases)
+            return catalog.charset_defaults(cur, self.databases)
 
     def close(self) -> None:
         conn, self.conn = self.conn, None
@@ -83,128 +76,54 @@ def source_charsets_reader(plan) -> SourceCharsetsReader:
 
 
 # -- pre-flight: no target key compares more coarsely than its source column ----------------------
-#: strings that tell collations apart: case, accents, trailing and leading spaces, expansions and
-#: ligatures, width, kana, dotless i, final sigma, no-break space, emoji, digits
-PROBES = ("a", "A", "á", "Á", "à", "ä", "å", "æ", "ae", "AE", "b", "c", "ç", "e", "é", "ê", "i", "ı", "I", "İ",
-          "o", "ö", "ø", "oe", "œ", "s", "ss", "ß", "ẞ", "u", "ü", "ue", "y", "ÿ", "z", "Z", "ž", "a ", "a  ",
-          " a", "", " ", "ａ", "Ａ", "ﬁ", "fi", "σ", "ς", "Σ", "α", "ά", "я", "Я", "ё", "е", "か", "カ", "が",
-          "😀", "😁", "1", "１", "²", "2", "-", "_", "–", "a\t", "\u00a0", "a\u00a0", "n", "ñ", "Ñ", "ł", "l",
-          "đ", "d", "ð", "þ", "th", "Ǆ", "DŽ", "ǅ")
-_NAME = re.compile(r"^[A-Za-z0-9_]+$")
-_equal_cache: dict[tuple, frozenset[tuple[int, int]]] = {}
+class SourceCollations:
+    """The source's side of the key-collation check (:class:`adapters.base.SourceCollations`): its
+    tables, its columns' collations and what its collations equate, on one connection opened when
+    first asked (a group whose targets check nothing never connects); :meth:`close` ends it."""
 
+    def __init__(self, cfg):
+        self.cfg = cfg
+        self.conn = None
+        self.cur = None
 
-def equal_pairs(cur, charset: str, collation: str) -> frozenset[tuple[int, int]]:
-    """The pairs ``(i, j)``, ``i < j``, of :data:`PROBES` that ``collation`` calls equal, and
-    ``(i, -1)`` for each probe ``charset`` cannot hold (``cur``: a DB-API cursor on the server)."""
-    if not (_NAME.match(charset) and _NAME.match(collation)):
-        raise ValueError(f"not a collation name: {charset!r} {collation!r}")
-    conv = f"CONVERT(%s USING {charset})"
-    cur.execute("SELECT " + ", ".join([f"CONVERT({conv} USING utf8mb4) = %s COLLATE utf8mb4_bin"] * len(PROBES)),
-                tuple(x for p in PROBES for x in (p, p)))
-    held = [bool(v) for v in cur.fetchone()]
-    rows = " UNION ALL ".join(f"SELECT {i} AS i, {conv} COLLATE {collation} AS s" for i in range(len(PROBES)))
-    cur.execute(f"SELECT a.i, b.i FROM ({rows}) a JOIN ({rows}) b ON a.s = b.s AND a.i < b.i", PROBES + PROBES)
-    return frozenset({(int(i), int(j)) for i, j in cur.fetchall()} | {(i, -1) for i, h in enumerate(held) if not h})
+    def _cursor(self):
+        if self.cur is None:
+            self.conn = connect_source(self.cfg)
+            self.cur = self.conn.cursor()
+        return self.cur
 
+    def tables(self, database: str) -> list[str]:
+        return catalog.tables(self._cursor(), database)
 
-def coarser_example(source: frozenset, target: frozenset) -> tuple[str, str] | None:
-    """Two probes the target calls equal and the source does not (both held by both charsets)."""
-    lost = {i for i, j in source | target if j == -1}
-    for i, j in sorted(target - source):
-        if j != -1 and i not in lost and j not in lost:
-            return PROBES[i], PROBES[j]
-    return None
+    def column_collations(self, database: str, table: str) -> list[tuple[str, str | None, str | None]]:
+        return catalog.column_charsets(self._cursor(), database, table)
 
+    def equal_pairs(self, charset: str, collation: str) -> frozenset[tuple[int, int]]:
+        s = self.cfg.source
+        return cached_equal_pairs((s.host, s.port, charset, collation), self._cursor(), charset, collation)
 
-def _cached(key: tuple, cur, charset: str, collation: str) -> frozenset:
-    if key not in _equal_cache:
-        _equal_cache[key] = equal_pairs(cur, charset, collation)
-    return _equal_cache[key]
+    def close(self) -> None:
+        cur, conn, self.cur, self.conn = self.cur, self.conn, None, None
+        try:
+            if cur is not None:
+                cur.close()
+        finally:
+            if conn is not None:
+                conn.close()
 
 
 def check_key_collations(plan) -> None:
     """Pre-flight: ConfigError naming the mapping, the table, the column and both collations when a
-    column of a unique key of a MySQL/MariaDB target table compares more coarsely than the source
-    column it holds (rows the source keeps apart would be one row there)."""
-    work = []
-    for tid, (kind, target) in plan.targets.items():
-        maps = [m for i, m in enumerate(plan.mappings)
-                if plan.mapping_target[i] == tid and isinstance(m.spec, DbMapping)]
-        if kind == "rdb" and maps and target.dialect in ("mysql", "mariadb"):
-            work.append((target, maps))
-    if not work:
-        return
-    src = connect_source(plan.config)
+    column of a unique key of a target table compares more coarsely than the source column it holds
+    (rows the source keeps apart would be one row there). Asked of each target whose adapter says
+    ``Capabilities.key_collations`` (the RDB adapter: MySQL/MariaDB targets), with the source's side
+    from :class:`SourceCollations`."""
+    source = SourceCollations(plan.config)
     try:
-        with src.cursor() as scur:
-            for target, maps in work:
-                with engine_for(target).connect() as tconn:
-                    tcur = tconn.connection.dbapi_connection.cursor()
-                    for m in maps:
-                        for table in _tables(scur, tconn, m):
-                            _check_table(plan, scur, tcur, tconn, target, m, table)
+        for tid, (kind, target) in plan.targets.items():
+            maps = tuple(m for i, m in enumerate(plan.mappings)
+                         if plan.mapping_target[i] == tid and isinstance(m.spec, DbMapping))
+            if maps and capabilities(kind).key_collations:
+                make_writer(kind, target, maps).check_key_collations(source)
     finally:
-        src.close()
-
-
-def _tables(scur, tconn, m) -> list[str]:
-    spec = m.spec
-    if not spec.mirrorDb:
-        return [spec.table]
-    there = set(list_tables(tconn, "mysql", spec.target_schema))
-    return sorted(t for t in catalog.tables(scur, spec.database) if t in there)
-
-
-def _source_column(route: RdbTable, column: str) -> str | None:
-    fold = str.casefold if route.case_insensitive else (lambda x: x)
-    if route.columns is not None:
-        return next((s for s, t in route.columns if fold(t) == fold(column)), None)
-    renamed = next((s for s, t in route.renames if fold(t) == fold(column)), None)
-    return renamed or (None if column in route.exclude else column)
-
-
-def _check_table(plan, scur, tcur, tconn, target, m, table: str) -> None:
-    route = RdbTable.from_mapping(m, table)
-    info = table_info(tconn, target, "mysql", route.target_schema, route.target_table)
-    if info is None:
-        return
-    source = {r[0].casefold() if route.case_insensitive else r[0]: r
-              for r in catalog.column_charsets(scur, m.spec.database, table)}
-    s = plan.config.source
-    for key, key_name in zip(info.unique, info.unique_names or info.unique, strict=False):
-        for col in key:
-            c = info.columns.get(col)
-            name = _source_column(route, col) if c is not None else None
-            if name is None or not c.collation or not c.charset or c.collation == "binary":
-                continue
-            scol, s_cs, s_coll = source.get(name.casefold() if route.case_insensitive else name) or (None,) * 3
-            if not s_coll or s_cs == "binary":
-                continue
-            example = coarser_example(_cached((s.host, s.port, s_cs, s_coll), scur, s_cs, s_coll),
-                                      _cached((target, c.charset, c.collation), tcur, c.charset, c.collation))
-            if example is None:
-                continue
-            x, y = example
-            where = f"{info.schema}.{info.name}" if info.schema else info.name
-            raise ConfigError(
-                m.file, "dbMapping",
-                f"target column {where}.{col} ({c.collation}) of key {key_name} compares more coarsely than the "
-                f"source column {m.spec.database}.{table}.{scol} ({s_coll}): it equates {x!r} and {y!r}, which the "
-                "source keeps apart, so rows the source holds apart would be one row in the target",
-                hint=_fix(tcur, target, info, col, s_coll))
-
-
-def _fix(tcur, target, info, col: str, source_coll: str) -> str:
-    """The statement that gives the target column a collation comparing like the source's."""
-    same = translate(source_coll, target_collations(tcur, target))
-    if same is None:
-        return (f"the target server has no collation that compares like {source_coll}: map the table to a target "
-                "that has one (for MySQL's *_0900_* collations, MariaDB 10.10 or later)")
-    tcur.execute("SELECT COLUMN_TYPE, IS_NULLABLE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = "
-                 + ("%s" if info.schema else "DATABASE()") + " AND TABLE_NAME = %s AND COLUMN_NAME = %s",
-                 (*([info.schema] if info.schema else []), info.name, col))
-    ctype, nullable = tcur.fetchone()
-    where = ".".join(quote_ident(p) for p in (info.schema, info.name) if p)
-    return (f"ALTER TABLE {where} MODIFY {quote_ident(col)} {ctype}{'' if nullable == 'YES' else ' NOT NULL'} "
-            f"COLLATE {same} (restate its DEFAULT and COMMENT, if it has them), then run again")
+        source.close()

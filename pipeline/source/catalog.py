@@ -17,6 +17,8 @@ from typing import NamedTuple
 
 import pymysql
 
+from sluice_common.collations import SourceCharsets
+
 
 class Column(NamedTuple):
     """One column as ``information_schema.COLUMNS`` describes it."""
@@ -133,6 +135,30 @@ def column_charsets(cur, database: str, table: str) -> list[tuple[str, str | Non
     cur.execute("SELECT COLUMN_NAME, CHARACTER_SET_NAME, COLLATION_NAME FROM information_schema.COLUMNS "
                 "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s", (database, table))
     return [(_s(n), None if cs is None else _s(cs), None if co is None else _s(co)) for n, cs, co in cur.fetchall()]
+
+
+def charset_defaults(cur, databases: set[str]) -> SourceCharsets:
+    """The defaults of ``databases`` and of every charset, from a source cursor (pymysql): what a
+    replayed DDL statement left implicit means on the source (adapters/rdb/charsets.py)."""
+    dbs: dict[str, tuple[str, str]] = {}
+    if databases:
+        marks = ", ".join(["%s"] * len(databases))
+        cur.execute("SELECT SCHEMA_NAME, DEFAULT_CHARACTER_SET_NAME, DEFAULT_COLLATION_NAME FROM "
+                    f"information_schema.SCHEMATA WHERE SCHEMA_NAME IN ({marks})", tuple(sorted(databases)))
+        dbs = {r[0]: (r[1], r[2]) for r in cur.fetchall()}
+    cur.execute("SELECT CHARACTER_SET_NAME, DEFAULT_COLLATE_NAME FROM information_schema.CHARACTER_SETS")
+    charsets = {r[0]: r[1] for r in cur.fetchall()}
+    cur.execute("SHOW GLOBAL VARIABLES WHERE Variable_name IN ('default_collation_for_utf8mb4', "
+                "'character_set_collations')")
+    for var, value in cur.fetchall():
+        if var == "default_collation_for_utf8mb4" and value:
+            charsets["utf8mb4"] = value
+        elif value:  # MariaDB 11.2+: "utf8mb4=uca1400_ai_ci,..."; bare uca1400 names take the charset
+            for part in str(value).split(","):
+                cs, _, coll = part.strip().partition("=")
+                if cs and coll:
+                    charsets[cs] = coll if coll.startswith(cs + "_") else f"{cs}_{coll}"
+    return SourceCharsets(dbs, charsets)
 
 
 def json_checked_columns(cur, database: str, table: str) -> set[str]:

@@ -21,7 +21,6 @@ HASATTR_OK = {"spark", "cmd", "module"}
 ADAPTER_NAMES = {*KINDS, *KINDS.values()}
 #: ``kind == "<adapter>"`` still decided by name, per function, with why (belongs behind a factory entry point)
 KIND_DEBTS = {
-    ("pipeline/job/collations.py", "check_key_collations"): "the key-collation check is MySQL/MariaDB targets' own",
     ("pipeline/job/conflicts.py", "written_tables"): "the target table's identity is built from each mapping type",
     ("pipeline/ops/verify.py", "_preflight"): "an hbaseMapping's autoCreateTable makes check() create the table",
 }
@@ -56,6 +55,7 @@ def test_each_declared_capability_is_there_to_use(kind):
     assert hasattr(w, "track_position") == caps.positions, kind
     assert hasattr(w, "recorded_positions") == hasattr(w, "record_position") == caps.positions, kind
     assert hasattr(w, "source_charsets") == caps.source_charsets, kind
+    assert hasattr(w, "check_key_collations") == caps.key_collations, kind
 
 
 def test_every_change_log_declares_its_capabilities():

@@ -29,14 +29,10 @@ STORE_MAY_NOT = ("pipeline.capture", "pipeline.job", "pipeline.etl", "pipeline.o
 #: adapter -> pipeline module (none left: the join re-query's connection arguments moved to
 #: sluice_common/mysqlconn.py, and hbase/plan.py reads the parsed mapping by its attributes, as es does)
 ADAPTER_DEBTS: dict[tuple[str, str], str] = {}
-#: pipeline module -> adapter module beyond the contract (the collation and catalog knowledge of
-#: targets belong behind a factory entry point; issue #41 step 2. verify and repair reach their
-#: targets through ``make_verifier``, positions through the writer's ``positions`` capability)
-CONTRACT_DEBTS = {
-    ("pipeline.job.collations", "adapters.rdb.charsets"),
-    ("pipeline.job.collations", "adapters.rdb.client"), ("pipeline.job.collations", "adapters.rdb.config"),
-    ("pipeline.job.collations", "adapters.rdb.keys"), ("pipeline.job.collations", "adapters.rdb.schema"),
-}
+#: pipeline module -> adapter module beyond the contract (none left: verify and repair reach their
+#: targets through ``make_verifier``, positions through the writer's ``positions`` capability, the
+#: key-collation check through its ``key_collations`` capability; issue #41 step 2)
+CONTRACT_DEBTS: set[tuple[str, str]] = set()
 #: packages that import each other (none left: the commands register on pipeline/commands/app.py's app,
 #: which cli runs; capture asks the targets' positions through job/positions.py, and what the job
 #: needed of capture, Position and the account name, is pipeline/source's)

@@ -144,8 +144,10 @@ def test_hold_is_entered_around_each_try_and_the_commit_is_inside_it():
 
 
 #: pipeline modules that make writers: the runner, and the ones that only ask a writer (pre-flight
-#: ``check``, verify's ``check``, the positions a new store reads), never apply through it
-MAKERS_OK = {"pipeline/writers.py", "pipeline/job/group.py", "pipeline/ops/verify.py", "pipeline/job/positions.py"}
+#: ``check`` and ``check_key_collations``, verify's ``check``, the positions a new store reads), never
+#: apply through it
+MAKERS_OK = {"pipeline/writers.py", "pipeline/job/group.py", "pipeline/job/collations.py", "pipeline/ops/verify.py",
+             "pipeline/job/positions.py"}
 
 
 def test_the_pipeline_drives_writers_only_through_the_runner():
