@@ -304,5 +304,12 @@ class Verifier:
         ``read_changes()`` (the rows as INSERT changes), read anew on each call."""
         raise self._unsupported("differing")
 
+    def preflight(self) -> None:
+        """The writer's pre-flight (``Writer.check``) for verify and repair, so that a missing table, a
+        bad password or a mapping that does not fit reads as that error, not as differing rows; what
+        the check would change on the target (a table an hbaseMapping's ``autoCreateTable`` creates)
+        is left out: the compare reports it missing."""
+        raise self._unsupported("preflight")
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release what the verifier holds open."""

@@ -106,6 +106,11 @@ class EsVerifier(Verifier):
         super().__init__(target, mappings)
         self._repair: dict[str, tuple] = {}  # mapping file -> (plan, applier, source, database, client)
 
+    def preflight(self) -> None:
+        from adapters.es.writer import EsWriter
+
+        EsWriter(self.target, self.mappings).check()
+
     def describe(self, mapping: Any) -> tuple[str, str]:
         return describe(mapping)
 

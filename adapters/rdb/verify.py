@@ -46,6 +46,11 @@ def read_connection(target: RdbTarget) -> Any:
 class RdbVerifier(Verifier):
     """``compare == "checksums"``: every row, chunk by chunk (factory.make_verifier)."""
 
+    def preflight(self) -> None:
+        from adapters.rdb.writer import RdbWriter
+
+        RdbWriter(self.target, self.mappings).check()
+
     def read_connection(self) -> Any:
         return read_connection(self.target)
 

@@ -110,13 +110,15 @@ def exit_code(results: list[TableDiff]) -> int:
 def _preflight(cfg: Config, src_conn: Any, mapping: Any, kind: str, target: Any) -> None:
     """The sync's pre-flight checks, so that a missing table, a bad password or a mapping that
     does not fit reads as that error, not as differing rows."""
-    from adapters.registry import make_writer
+    from adapters.registry import make_verifier
     from pipeline.job.group import check_against_source
 
     check_against_source(cfg, (mapping,), conn=src_conn)
-    if kind == "hbase" and mapping.spec.autoCreateTable:
-        return  # check() would create the table; verify_hbase reports a missing one
-    make_writer(kind, target, (mapping,)).check()
+    verifier = make_verifier(kind, target, (mapping,))  # without what check() would create
+    try:
+        verifier.preflight()
+    finally:
+        verifier.close()
 
 
 def _first_line(e: BaseException) -> str:

@@ -22,7 +22,6 @@ ADAPTER_NAMES = {*KINDS, *KINDS.values()}
 #: ``kind == "<adapter>"`` still decided by name, per function, with why (belongs behind a factory entry point)
 KIND_DEBTS = {
     ("pipeline/job/conflicts.py", "written_tables"): "the target table's identity is built from each mapping type",
-    ("pipeline/ops/verify.py", "_preflight"): "an hbaseMapping's autoCreateTable makes check() create the table",
 }
 
 
