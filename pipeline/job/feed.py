@@ -116,12 +116,12 @@ class Feed:
 
 def check_order(last: tuple, changes: list[Change], pid: int, hks: list | None = None) -> tuple:
     """The plan promises seq order within a partition -- for a folding writer's key-grouped rows
-    (``hks``: their key hashes, None for the others), order by key hash and then seq, after the
+    (``hks``: their group keys, None for the others), order by group key and then seq, after the
     others; never apply out of it. Returns the order key of the last change (the next ``last``)."""
     if hks is None:
-        keys = [(False, 0, c.seq) for c in changes]
+        keys = [(False, "", c.seq) for c in changes]
     else:
-        keys = [(h is not None, h or 0, c.seq) for h, c in zip(hks, changes, strict=True)]
+        keys = [(h is not None, h or "", c.seq) for h, c in zip(hks, changes, strict=True)]
     if keys[0] >= last and all(map(le, keys, islice(keys, 1, None))):
         return keys[-1]
     bad = next(k for p, k in zip([last, *keys], keys, strict=False) if k < p)

@@ -48,17 +48,18 @@ class KeyPlan:
         return F.element_at(self._lookup(entries), self._rule_key())
 
     def by_key_expr(self, key: Column) -> Column:
-        """A hash of (mapping, table, key) for a change that its partition may deliver grouped by key
-        (a folding writer's table, not in an ordered group, every key column exact), else NULL. Equal
-        keys hash equal, so sorting by it and then by seq keeps each key's changes together and in
-        order; two keys that share a hash only interleave, which per-key order allows."""
+        """The key, then mapping and table, of a change that its partition may deliver grouped by key
+        (a folding writer's table, not in an ordered group, every key column exact), else NULL.
+        Sorting by it and then by seq keeps each key's changes together and in order; the key comes
+        first so the rows reach the target in key order (sequential inserts stay sequential; a hash
+        here scattered them over the table's B-tree: 25.6k -> 18.8k inserted rows/s)."""
         if not self.by_key:
             return F.lit(None).cast("long")
         mine = F.col("midx").isin(*sorted(self.by_key)) & F.col("grp").isNull()
         if self.folds:
             entries = {f"{m}{SEP}{t.lower()}": "1" for (m, t) in self.folds}
             mine &= F.element_at(self._lookup(entries), self._rule_key()).isNull()
-        return F.when(mine, F.xxhash64(F.col("midx"), F.col("database"), F.col("table"), key))
+        return F.when(mine, F.concat_ws(SEP, key, F.col("midx").cast("string"), F.col("database"), F.col("table")))
 
     def fold_expr(self, key: Column) -> Column:
         """``key`` (values joined by U+0001) with the non-exact key columns folded."""

@@ -89,7 +89,7 @@ def apply_function(ctx: JobContext, counters=None):
         pipe = Pipe(run)
         feed = Feed(pipe, [_commit_batch(m) for m in ctx.mappings])
         pks, types = Decoded(()), Decoded({})
-        last = (False, 0, (-1, -1, -1))
+        last = (False, "", (-1, -1, -1))
         try:
             for batch in batches:
                 midx, chunk = changes(batch, pks, types)

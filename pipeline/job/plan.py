@@ -10,9 +10,9 @@ Steps (all Spark SQL expressions, so splitting and hashing never leave the JVM):
 5. hash-partition by the part key -- the ordered group, or (mapping, target key as the target
    compares it: :mod:`pipeline.job.keyfold`) -- and sort each partition by seq (one partition:
    neither, the lines stream in batch order). Tables of a writer that folds each key's changes
-   (``Capabilities.folds``) whose rows need only per-key order come after the others, grouped by
-   key (``hk``, a hash of mapping, table and key) and by seq within a key, so that a chunk holds
-   a key's whole run of changes.
+   (``Capabilities.folds``) whose rows need only per-key order come after the others, sorted by
+   key (``hk``: the key, then mapping and table) and by seq within a key, so that a chunk holds a
+   key's whole run of changes and the target receives rows in key order.
 Row images stay JSON text throughout (parsed in the JVM only where a key is needed).
 """
 
@@ -137,8 +137,8 @@ def split_rows(routed: DataFrame, routes: list[Route], keyed: bool = True, keys:
 def partitioned_changes(dml: DataFrame, segment: Segment, routes: list[Route], partitions: int,
                         keys: KeyPlan | None = None, in_order: bool = True) -> DataFrame:
     """The changes of one segment, hash-partitioned by part key (ordered group, or mapping and
-    key as the target compares it), sorted by seq (a folding writer's key-grouped tables: by key
-    hash, then seq; after the rest).
+    key as the target compares it), sorted by seq (a folding writer's key-grouped tables: by key,
+    then seq; after the rest).
 
     One partition: no shuffle and no sort. ``dml`` must then come from :func:`read_dml` with
     ``ordered=True``: the lines stream in batch order from the JSON reader straight to the
