@@ -108,7 +108,10 @@ def _whole(lo: int, hi: int | None = None):
     """A whole number (digits as text too), lo..hi; never a bool or a float."""
     def ok(v) -> bool:
         if isinstance(v, str) and _WHOLE_TEXT.fullmatch(v):
-            v = int(v)
+            try:
+                v = int(v)
+            except ValueError:  # whitespace ``\s`` matches and int() does not take (e.g. U+001F)
+                return False
         return type(v) is int and v >= lo and (hi is None or v <= hi)
     return ok
 
@@ -116,7 +119,10 @@ def _whole(lo: int, hi: int | None = None):
 def _seconds(v) -> bool:
     """A finite number of seconds > 0 (a decimal number as text too); never a bool."""
     if isinstance(v, str) and _NUMBER_TEXT.fullmatch(v):
-        v = float(v)
+        try:
+            v = float(v)
+        except ValueError:  # whitespace ``\s`` matches and float() does not take (e.g. U+001F)
+            return False
     return type(v) in (int, float) and math.isfinite(v) and v > 0
 
 
