@@ -50,6 +50,7 @@ class SourceDb:
     ssl: tuple[tuple[str, Any], ...] = ()
 
     @property
+    @property
     def label(self) -> str:
         """user@host:port/db, without the password."""
         return f"{self.user}@{self.host}:{self.port}/{self.database or ''} ({self.name})"
@@ -114,7 +115,11 @@ class EsTarget:
     #: "elasticsearch" (elasticsearch-py) or "opensearch" (opensearch-py)
     product: str = "elasticsearch"
 
-    @property
+    def written_table(self, spec: Any) -> tuple | None:
+        """None: several mappings writing one index is how canal's parent/child joins work, so the
+        job's overlap refusals (pipeline/job/conflicts.py) leave Elasticsearch/OpenSearch out."""
+        return None
+
     def label(self) -> str:
         """The hosts without credentials (for messages and logs)."""
         return ",".join(self.hosts) + (f" ({self.key})" if self.key else "")

@@ -40,6 +40,13 @@ class HbaseTarget:
     batch_mutations: int = 20_000
     key: str = ""  # canal's outerAdapterKey, for messages
 
+    def written_table(self, spec: Any) -> tuple | None:
+        """The HBase table an ``hbaseMapping`` (``spec``) writes, as the job's overlap refusals compare
+        it (pipeline/job/conflicts.py); None for another kind of mapping."""
+        if not hasattr(spec, "hbaseTable"):
+            return None
+        return ("hbase", self.host, self.port, "", "", spec.hbaseTable)
+
     @property
     def label(self) -> str:
         """``host:port`` (plus the adapter key): safe for messages and logs."""

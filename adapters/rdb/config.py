@@ -55,6 +55,16 @@ class RdbTarget:
     max_statement_bytes: int = 4 << 20  # budget of one multi-row statement (MySQL packet)
     key: str = ""  # canal's outerAdapterKey, for messages
 
+    def written_table(self, spec: Any) -> tuple | None:
+        """The target table a ``dbMapping`` (``spec``) writes, as the job's overlap refusals compare
+        it (pipeline/job/conflicts.py): ``("rdb", dialect, host, port, schema, table)``, a mirrorDb's
+        table ``*`` (its whole database); None for another kind of mapping."""
+        if not hasattr(spec, "mirrorDb"):
+            return None
+        schema, name = (spec.target_schema, "*") if spec.mirrorDb else spec.target()
+        schema = schema or self.database or ""
+        return ("rdb", self.dialect, self.host, self.port, schema.lower(), name.lower())
+
     def url(self) -> URL:
         """The SQLAlchemy URL, with the password (pass it to create_engine, never to a log)."""
         return URL.create(f"{self.dialect}+{DRIVERS[self.dialect]}", username=self.username,

@@ -95,22 +95,15 @@ def check_mirror_captured(cfg: Config, m: Mapping, tables: list[str], group: str
 
 
 def written_tables(plan: Any) -> dict[tuple, list[tuple[str, str]]]:
-    """``{target table: [(mapping file, source table)]}`` of a group's RDB and HBase mappings (a
-    mirrorDb's target database counts as ``schema.*``). Elasticsearch is left out: several mappings
-    writing one index is how canal's parent/child joins work."""
+    """``{target table: [(mapping file, source table)]}`` of a group's mappings, each target table as
+    its target config names it (``written_table``: RDB ``(kind, dialect, host, port, schema, table)``,
+    a mirrorDb's target database counts as ``schema.*``; HBase its table). Elasticsearch names none:
+    several mappings writing one index is how canal's parent/child joins work."""
     out: dict[tuple, list[tuple[str, str]]] = {}
     for i, m in enumerate(plan.mappings):
-        kind, target = plan.targets[plan.mapping_target[i]]
-        spec = m.spec
-        if kind == "rdb" and isinstance(spec, DbMapping):
-            schema, name = (spec.target_schema, "*") if spec.mirrorDb else spec.target()
-            schema = schema or target.database or ""
-            where = (kind, target.dialect, target.host, target.port, schema.lower(), name.lower())
-        elif kind == "hbase" and isinstance(spec, HbaseMapping):
-            where = (kind, target.host, target.port, "", "", spec.hbaseTable)
-        else:
-            continue
-        out.setdefault(where, []).append((m.file, m.source_key))
+        where = plan.targets[plan.mapping_target[i]][1].written_table(m.spec)
+        if where is not None:
+            out.setdefault(where, []).append((m.file, m.source_key))
     return out
 
 
