@@ -42,14 +42,30 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         _say("sluice: interrupted")
         return INTERRUPTED
-    except OSError as e:
-        if not e.filename:
-            return _unexpected(e)
+    except Exception as e:  # noqa: BLE001 - an interrupt's consequence is the interrupt, else see below
+        if not _interrupted(e):
+            return _failed(e)
+        _say("sluice: interrupted")
+        return INTERRUPTED
+
+
+def _interrupted(e: BaseException) -> bool:
+    """An error raised because of an interrupt: one that a KeyboardInterrupt caused (a SIGTERM in the
+    middle of ``import pyspark.sql`` left the module half made, and the cleanup's import of it
+    failed: CI saw ``unexpected ImportError`` and exit 1 for ``sluice run`` stopped while its JVM
+    started), or any error after a stop was asked for (:mod:`pipeline.ops.stopping`)."""
+    from pipeline.ops import stopping
+
+    return _by_interrupt(e) or stopping.requested()
+
+
+def _failed(e: Exception) -> int:
+    """The exit of an error that was not caused by an interrupt."""
+    if isinstance(e, OSError) and e.filename:
         _say(f"sluice: error: {e.filename}: {e.strerror or type(e).__name__}\n  fix: check that the path is right "
              "and that this user may read and write it")  # e.g. `report --out` into a folder we cannot write
         return FAILED
-    except Exception as e:  # noqa: BLE001 - the last line of defence: one message, not a traceback
-        return _unexpected(e)
+    return _unexpected(e)  # the last line of defence: one message, not a traceback
 
 
 def _run(argv: list[str] | None) -> int:

@@ -70,3 +70,32 @@ def test_every_command_has_examples(capsys):
     top = set(re.findall(r"^  (\w[\w-]*)\s{2,}", text.split("Commands:", 1)[1], re.M))
     groups = {c.split()[0] for c in COMMANDS if " " in c}
     assert top == {c for c in COMMANDS if " " not in c} | groups
+
+
+def test_an_error_an_interrupt_caused_exits_as_interrupted(monkeypatch, capsys):
+    """SIGTERM in the middle of ``import pyspark.sql`` left the module half made, and the cleanup's
+    import of it raised ImportError: CI saw ``unexpected ImportError`` and exit 1 where the run was
+    interrupted (130). An error whose cause chain holds the interrupt, or any error after a stop was
+    asked for, exits 130; other errors stay unexpected (1)."""
+    from pipeline import cli
+    from pipeline.ops import stopping
+    from sluice_common.exitcodes import FAILED, INTERRUPTED
+
+    def import_after_interrupt(argv):
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            raise ImportError("cannot import name 'SQLContext' from partially initialized module") from None
+
+    def plain_bug(argv):
+        raise ImportError("no module named nowhere")
+
+    monkeypatch.setattr(cli, "_run", import_after_interrupt)
+    assert cli.main([]) == INTERRUPTED and "interrupted" in capsys.readouterr().err
+    monkeypatch.setattr(cli, "_run", plain_bug)
+    assert cli.main([]) == FAILED and "unexpected ImportError" in capsys.readouterr().err
+    stopping.request()
+    try:
+        assert cli.main([]) == INTERRUPTED
+    finally:
+        stopping.clear()
