@@ -27,8 +27,10 @@ the last image           the last image           a chain starting with ``INSERT
 the first INSERT's       unchanged                that ``INSERT``
 =======================  =======================  ========================================
 
-Anything else (e.g. an INSERT of a row the chain had not deleted: a source that is not
-consistent; an UPSERT of a full load) is applied as it came, and so is a chain whose key holds a
+Only chains that one row of a source with a unique key can write are folded; anything else (an
+INSERT of a row the chain had not deleted: source rows sharing a key under ``allowDuplicateKeys``,
+whose skipped duplicates and missed changes are counted as such; an UPSERT of a full load) is
+applied as it came, and so is a chain whose key holds a
 NULL (a nullable unique ``targetPk``: the target keeps each such row apart). Only chains of one
 row shape are folded (a row image with fewer columns -- ``binlog_row_image=MINIMAL`` -- sets only
 those columns), and UPDATEs that change no written column are dropped first, as the writer skips
@@ -70,7 +72,7 @@ def fold(chain: list[Change], written: tuple[str, ...] = ()) -> list[Change] | N
     A chain that starts with an INSERT made its row in this chunk (on a consistent target the row
     is absent before it): the fold keeps that INSERT first, so a healthy target counts no DELETE
     or UPDATE that matched nothing (``missed`` says the target lacks rows)."""
-    if any(c.kind not in _FOLDED_KINDS for c in chain):
+    if any(c.kind not in _FOLDED_KINDS for c in chain) or not _consistent(chain):
         return None
     a, p = _run(chain, _ABSENT), _run(chain, _KEPT)
     new_row = chain[0].kind == "INSERT"
@@ -94,6 +96,19 @@ def fold(chain: list[Change], written: tuple[str, ...] = ()) -> list[Change] | N
     if a >= 0 and p == _KEPT and chain[a].kind == "INSERT":
         return [chain[a]]
     return None
+
+
+def _consistent(chain: list[Change]) -> bool:
+    """A chain one row of a source with a unique key can write: INSERT only where the row is absent,
+    UPDATE and DELETE only where it exists (before the chain it exists unless the chain starts with
+    an INSERT). Source rows that share a key (``allowDuplicateKeys``) write other chains, and their
+    duplicate INSERTs and missed UPDATEs are counted as such (skipped, missed), never folded away."""
+    exists = chain[0].kind != "INSERT"
+    for c in chain:
+        if (c.kind == "INSERT") == exists:
+            return False
+        exists = c.kind != "DELETE"
+    return True
 
 
 def _merged_update(chain: list[Change], last: int) -> Change:

@@ -313,6 +313,16 @@ def _in_thread(spark_factory: Callable[[int], Any], rows: int, kinds: list[str])
     """``spark_factory(rows)`` in a thread, now; the factory returned waits for its session. Once
     the session is there the thread warms a Python worker for the adapters of ``kinds``
     (:func:`pipeline.job.session.warm_workers`) while the driver goes on."""
+    # The modules both threads import, imported here first: two threads importing pyspark.sql at
+    # once (the session's start in the thread, the group's plan here via pipeline.job.keyfold) can
+    # each wait on a module the other holds, and Python then hands one of them the half-made module
+    # ("cannot import name 'SQLContext' from partially initialized module 'pyspark.sql'": CI, a
+    # `sluice run` whose capture failed fast and went on to load the groups while the JVM started).
+    import pyspark.sql  # noqa: F401
+
+    import pipeline.job.group  # noqa: F401
+    import pipeline.job.session  # noqa: F401
+
     box: dict[str, Any] = {}
     ready = threading.Event()
 
