@@ -50,7 +50,6 @@ class SourceDb:
     ssl: tuple[tuple[str, Any], ...] = ()
 
     @property
-    @property
     def label(self) -> str:
         """user@host:port/db, without the password."""
         return f"{self.user}@{self.host}:{self.port}/{self.database or ''} ({self.name})"
@@ -120,6 +119,7 @@ class EsTarget:
         job's overlap refusals (pipeline/job/conflicts.py) leave Elasticsearch/OpenSearch out."""
         return None
 
+    @property
     def label(self) -> str:
         """The hosts without credentials (for messages and logs)."""
         return ",".join(self.hosts) + (f" ({self.key})" if self.key else "")
