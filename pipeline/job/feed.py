@@ -129,8 +129,8 @@ def check_order(last: tuple, changes: list[Change], pid: int, hks: list | None =
                       hint="report this; rerun with spark.partitions > 1")
 
 
-def key_hashes(batch: pa.RecordBatch) -> list | None:
-    """The ``hk`` column of a batch (None when the plan has none: one partition)."""
+def group_keys(batch: pa.RecordBatch) -> list | None:
+    """The ``hk`` column of a batch: each key-grouped row's group key (None when the plan has none: one partition)."""
     return batch.column("hk").to_pylist() if "hk" in batch.schema.names else None
 
 

@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from adapters.base import ApplyStats, Change
 from pipeline.job.chunks import ChunkRunner
-from pipeline.job.feed import Decoded, Feed, Pipe, changes, check_order, key_hashes
+from pipeline.job.feed import Decoded, Feed, Pipe, changes, check_order, group_keys
 from sluice_common.errors import SluiceError
 
 RESULT_FIELDS = [("partition", pa.int32()), ("ok", pa.bool_()), ("rows", pa.int64()), ("stats", pa.string()),
@@ -94,7 +94,7 @@ def apply_function(ctx: JobContext, counters=None):
             for batch in batches:
                 midx, chunk = changes(batch, pks, types)
                 if chunk:
-                    last = check_order(last, chunk, pid, key_hashes(batch))
+                    last = check_order(last, chunk, pid, group_keys(batch))
                     feed.add(midx, chunk)
             feed.drain()
             pipe.finish()
