@@ -53,15 +53,17 @@ def dml(kind: str, row: tuple, old: dict | None = None) -> dict:
 
 
 def deployment(tmp: Path, src: dict, dst: dict, partitions: int, table: str = "t_job",
-               kafka: dict | None = None) -> Path:
+               kafka: dict | None = None, round_rows: int | None = None) -> Path:
     """A config whose group writes ``bench_src.t`` into ``bench_dst.<table>`` through the rdb adapter
-    (``kafka``: a ``store.kafka`` section: the Kafka store instead of files)."""
+    (``kafka``: a ``store.kafka`` section: the Kafka store instead of files; ``round_rows``:
+    ``spark.roundRows``)."""
     mapping = {"dataSourceKey": "defaultDS", "destination": "bench", "groupId": "g", "concurrent": True,
                "dbMapping": {"database": "bench_src", "table": "t", "targetTable": f"bench_dst.{table}",
                              "targetPk": {"id": "id"}, "mapAll": True, "commitBatch": 3000}}
     adapter = {"name": "rdb", "properties": {"jdbc.url": f"jdbc:mysql://{dst['host']}:{dst['port']}/bench_dst",
                                              "jdbc.username": "root", "jdbc.password": dst["password"]}}
-    return common.write_deployment(tmp, src, adapter, {"t.yml": mapping}, partitions, kafka=kafka)
+    return common.write_deployment(tmp, src, adapter, {"t.yml": mapping}, partitions, kafka=kafka,
+                                   spark=None if round_rows is None else {"roundRows": round_rows})
 
 
 def job_phases(cfg_path: Path, dst: dict, table: str, data: list[tuple], upd_rows: list[tuple], partitions: int,
@@ -107,6 +109,9 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=1,
                     help="with --store kafka: run both stores this many times, alternating which goes first; "
                     "each store's best time of each phase counts")
+    ap.add_argument("--round-rows", type=int, default=None,
+                    help="spark.roundRows (default: the config's, 100000; 0 or the row count: one round, "
+                    "as before rounds were bounded)")
     ap.add_argument("--record", action="store_true", help="append the result to docs/benchmarks.md")
     args = ap.parse_args()
     if args.store == "kafka":
@@ -155,12 +160,14 @@ def main() -> int:
             # alternate which store goes first: a drift of the machine's load hits both alike
             for which in ("files", "kafka") if rep % 2 == 0 else ("kafka", "files"):
                 if which == "files":
-                    cfg_path, table = deployment(tmp / f"files{rep}", src, dst, args.partitions), "t_job"
+                    cfg_path, table = deployment(tmp / f"files{rep}", src, dst, args.partitions,
+                                                         round_rows=args.round_rows), "t_job"
                 elif args.store == "kafka":
                     kafka = {"bootstrap.servers": svc["kafka"]["bootstrap"],
                              "topic": f"bench-apply-{uuid.uuid4().hex[:8]}",
                              "partitionsNum": args.partitions, "partitionHash": "bench_src.t:$pk$"}
-                    cfg_path = deployment(tmp / f"kafka{rep}", src, dst, args.partitions, "t_kafka", kafka)
+                    cfg_path = deployment(tmp / f"kafka{rep}", src, dst, args.partitions, "t_kafka", kafka,
+                                          round_rows=args.round_rows)
                     table = "t_kafka"
                 else:
                     continue

@@ -89,9 +89,11 @@ def fill_store(store: BatchStore, records: list[dict[str, Any]], per_batch: int 
 
 
 def write_deployment(tmp: Path, src: dict[str, Any], adapter: dict[str, Any], mappings: dict[str, dict[str, Any]],
-                     partitions: int, src_database: str | None = None, kafka: dict[str, Any] | None = None) -> Path:
+                     partitions: int, src_database: str | None = None, kafka: dict[str, Any] | None = None,
+                     spark: dict[str, Any] | None = None) -> Path:
     """``tmp/sluice.yml`` with one group ``g`` (one outer adapter, ``mappings/*.yml``) on
-    ``local[partitions]``; ``src_database``: also a ``defaultDS`` data source on it."""
+    ``local[partitions]``; ``src_database``: also a ``defaultDS`` data source on it; ``spark``:
+    more keys of its ``spark`` section."""
     (tmp / "mappings").mkdir(parents=True, exist_ok=True)
     for name, content in mappings.items():
         (tmp / "mappings" / name).write_text(yaml.safe_dump(content))
@@ -100,7 +102,7 @@ def write_deployment(tmp: Path, src: dict[str, Any], adapter: dict[str, Any], ma
                    "password": src["password"]},
         "store": {"path": str(tmp / "store"), **({"kind": "kafka", "kafka": kafka} if kafka else {})},
         "groups": [{"groupId": GROUP, "mappings": ["mappings/*.yml"], "outerAdapters": [adapter]}],
-        "spark": {"master": f"local[{partitions}]", "partitions": partitions}}
+        "spark": {"master": f"local[{partitions}]", "partitions": partitions, **(spark or {})}}
     if src_database is not None:
         cfg["srcDataSources"] = {"defaultDS": {"url": f"jdbc:mysql://{src['host']}:{src['port']}/{src_database}",
                                                "username": "root", "password": src["password"]}}
