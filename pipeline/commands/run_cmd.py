@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import signal
 import sys
 
 import typer
@@ -13,11 +12,6 @@ from pipeline.config import load_config
 from pipeline.ops import stopping
 from sluice_common.errors import UsageError
 from sluice_common.exitcodes import NOTHING as EXIT_NOTHING
-
-
-def _sigterm(_signo, _frame) -> None:  # a clean stop: unacked batches are applied again next run
-    stopping.request()  # kept if the interrupt below is lost in a finalizer (pipeline/ops/stopping.py)
-    raise KeyboardInterrupt
 
 
 @app.command("run")
@@ -47,7 +41,7 @@ def run(
     from pipeline.ops.run import run_once
 
     cfg = load_config(config)
-    signal.signal(signal.SIGTERM, _sigterm)
+    stopping.interrupt_on_sigterm()  # a clean stop: unacked batches are applied again next run
     if follow:
         _follow(cfg, group, no_capture, max_batches, partitions, master, nothing_exit, as_json, interval, rounds)
         return

@@ -41,17 +41,25 @@ def sync(
     from pipeline.job.driver import run_sync
     from pipeline.job.group import load_group
     from pipeline.job.session import get_spark, store_jars
+    from pipeline.ops import stopping
+    from pipeline.ops.run import adapter_kinds, spark_in_thread
 
+    stopping.interrupt_on_sigterm()  # exit 130, the JVM ended: nothing acked is lost either way
     cfg = load_config(config)
     plan = load_group(cfg, group)  # an unknown group, a broken mapping file: before anything else
     store = open_store(cfg, create=False)
     store.check_writable()
     with store.apply_lock(group):  # a group another job applies: refused before Spark starts
-        plan.check(store)  # source and targets answer, mappings fit their tables
         pending = store.pending(group)
         rows = sum(b.rows for b in pending)
         small = rows <= cfg.spark.smallRows  # a short run: the JVM gets C1-only JIT (pipeline/job/jvm.py)
-        spark = get_spark(cfg.spark, f"sluice-sync-{group}", master, store_jars(cfg), small=small) if pending else None
+        # The JVM starts (and warms a Python worker) while the checks run; a sync whose checks
+        # fail leaves it unused, and it ends with the process (pipeline/job/reaper.py).
+        started = spark_in_thread(lambda n: get_spark(cfg.spark, f"sluice-sync-{group}", master, store_jars(cfg),
+                                                      small=small), rows, adapter_kinds(cfg, [group])
+                                  ) if pending else None
+        plan.check(store)  # source and targets answer, mappings fit their tables
+        spark = started(rows) if started is not None else None
         summary = run_sync(cfg, group, spark, max_batches=max_batches, partitions=partitions, plan=plan,
                            locked=True)
     out = summary.as_dict()

@@ -58,7 +58,7 @@ from sluice_common.errors import LockHeldError
 from sluice_common.logs import get_logger
 
 from . import stopping
-from .run import RunResult, _in_thread, _kinds, run_once
+from .run import RunResult, adapter_kinds, run_once, spark_in_thread
 
 log = get_logger("follow")
 
@@ -341,7 +341,8 @@ def run_follow(cfg: Config, *, groups: list[str] | None = None, spark_factory: C
         follower._load(cfg, g)  # a mapping file that does not load: ConfigError now, not every round
     follower.claim()  # another follower of a group: LockHeldError (exit 3) before Spark starts
     if spark_factory is not None:  # the JVM starts while the first round captures and checks
-        follower.spark_factory, follower.retry_factory = _in_thread(spark_factory, 0, _kinds(cfg, ids)), spark_factory
+        follower.spark_factory = spark_in_thread(spark_factory, 0, adapter_kinds(cfg, ids))
+        follower.retry_factory = spark_factory
     return follower.run(max_rounds)
 
 

@@ -127,7 +127,7 @@ def run_once(cfg: Config, *, groups: list[str] | None = None, spark_factory: Cal
     say = log.info if record_idle else log.debug  # --follow: a line per round only when it did something
     say("run starting", run=rec["run"], source=cfg.source.name, groups=",".join(group_ids), capture=capture)
     # a steady stream (the last run applied rows): Spark starts now, while the groups load and capture runs
-    kinds = _kinds(cfg, group_ids)
+    kinds = adapter_kinds(cfg, group_ids)
     led = not follower and bool(group_ids) and all(follower_of(store, g) is not None for g in group_ids)
     early = _busy_start(spark_factory, store, cfg.metrics.keepRuns, kinds) if capture and not led else None
     try:
@@ -306,10 +306,10 @@ def _busy_start(spark_factory: Callable[[int], Any] | None, store: GroupLog, kee
     if not last or last.get("status") != "ok":
         return None  # e.g. a mapping that stopped fitting: its error comes before Spark, as on a first run
     applied = sum(int((s or {}).get("rows") or 0) for s in (last.get("sync") or {}).values())
-    return _in_thread(spark_factory, applied, kinds) if applied > 0 else None
+    return spark_in_thread(spark_factory, applied, kinds) if applied > 0 else None
 
 
-def _in_thread(spark_factory: Callable[[int], Any], rows: int, kinds: list[str]) -> Callable[[int], Any]:
+def spark_in_thread(spark_factory: Callable[[int], Any], rows: int, kinds: list[str]) -> Callable[[int], Any]:
     """``spark_factory(rows)`` in a thread, now; the factory returned waits for its session. Once
     the session is there the thread warms a Python worker for the adapters of ``kinds``
     (:func:`pipeline.job.session.warm_workers`) while the driver goes on."""
@@ -367,7 +367,7 @@ def _cancel_jobs(spark: Any) -> None:
         pass
 
 
-def _kinds(cfg: Config, groups: list[str]) -> list[str]:
+def adapter_kinds(cfg: Config, groups: list[str]) -> list[str]:
     """The adapter kinds (rdb, es, hbase) the groups write to."""
     from adapters.registry import KINDS
 

@@ -11,9 +11,23 @@ still recorded as interrupted (pipeline/ops/run.py): exit 130, as for a stop bet
 
 from __future__ import annotations
 
+import signal
 import threading
 
 _STOP = threading.Event()
+
+
+def interrupt_on_sigterm() -> None:
+    """SIGTERM from now on stops the command as Ctrl-C does (``sluice run`` and ``sluice sync``):
+    ``KeyboardInterrupt`` in the main thread and :func:`request`, so the command exits 130 with
+    nothing unacked lost, and its exit hooks run (pipeline/job/reaper.py ends the Spark JVM it
+    started, also one still launching in a thread); without it SIGTERM ends the process at once."""
+    signal.signal(signal.SIGTERM, _sigterm)
+
+
+def _sigterm(_signo, _frame) -> None:  # noqa: ANN001 - a signal handler
+    request()  # kept if the interrupt below is lost in a finalizer
+    raise KeyboardInterrupt
 
 
 def request() -> None:

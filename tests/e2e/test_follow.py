@@ -234,17 +234,21 @@ def _jvm_in(sid: int) -> bool:
     return False
 
 
-@pytest.mark.parametrize("follow", [True, False], ids=["follow", "run"])
-def test_sigterm_while_the_jvm_starts_leaves_no_process(dep, mariadb, follow):
-    """SIGTERM to ``sluice run [--follow]`` while its Spark JVM is starting (PySpark's gateway
-    launch in progress): it exits 130 and the JVM it started ends too (no process of its session
-    is left), and nothing is acked."""
+@pytest.mark.parametrize("mode", ["follow", "run", "sync"])
+def test_sigterm_while_the_jvm_starts_leaves_no_process(dep, mariadb, mode):
+    """SIGTERM to ``sluice run [--follow]`` or ``sluice sync`` while its Spark JVM is starting
+    (PySpark's gateway launch in progress, in a thread while the pre-flight checks run): it exits
+    130 and the JVM it started ends too (no process of its session is left), and nothing is acked."""
     d, store = dep, dep["store"]
-    _insert(mariadb, d["db"], 20000 + (0 if follow else 100), 10)
+    _insert(mariadb, d["db"], 20000 + {"follow": 0, "run": 100, "sync": 200}[mode], 10)
+    if mode == "sync":
+        sluice("capture", "--config", str(d["cfg"]), "--once")
     before = store.cursor("g1")
-    cmd = [sys.executable, "-m", "pipeline.cli", "--log-json", "run", "--config", str(d["cfg"]), "--json"]
-    f = Background(cmd + (["--follow", "--interval", "0.5"] if follow else []), d["tmp"] / f"jvm-{follow}.log",
-                   dict(os.environ, PYSPARK_PYTHON=sys.executable))
+    cli = [sys.executable, "-m", "pipeline.cli", "--log-json"]
+    cmd = {"follow": [*cli, "run", "--config", str(d["cfg"]), "--json", "--follow", "--interval", "0.5"],
+           "run": [*cli, "run", "--config", str(d["cfg"]), "--json"],
+           "sync": [*cli, "sync", "--config", str(d["cfg"]), "--group", "g1", "--json"]}[mode]
+    f = Background(cmd, d["tmp"] / f"jvm-{mode}.log", dict(os.environ, PYSPARK_PYTHON=sys.executable))
     try:
         _wait(lambda: _jvm_in(f.proc.pid), 120, "the Spark JVM to start", f)
         os.kill(f.proc.pid, signal.SIGTERM)
