@@ -16,7 +16,10 @@ round trip and a new Spark job), is the smallest of
   round of one batch made every new group's backlog a string of small rounds, each paying a Spark
   job). A process's first round does not teach the rate: it measures the JVM's start (a follower's
   first round of 19k rows took 47 s, and the rounds after it stayed at one batch while the backlog
-  grew, issue 38);
+  grew, issue 38). Nor does a round that took everything pending and stayed under half its
+  budget: it measures the per-round overhead, not the rate (a warm follower's rounds of a few rows
+  each, 0.5 s apiece, taught 4 rows/s, and when the load came its rounds stayed at one batch
+  while the backlog grew: bench/follow_latency.py, 2026-11-28);
 * after a round that did not finish, half of what it tried, down to one batch; each round that
   then finishes doubles it again.
 
@@ -68,6 +71,7 @@ class RoundSizer:
     rate: float | None = None          # units per second of the recent rounds
     limit: int | None = None           # units allowed after rounds that did not finish
     open_units: int | None = None      # the round in progress (written before it starts)
+    taken: tuple[int, bool] | None = None  # the last take: its budget, and whether the budget cut it
 
     @classmethod
     def load(cls, root: str | os.PathLike[str], group: str, spark: SparkConfig) -> RoundSizer:
@@ -115,7 +119,9 @@ class RoundSizer:
         for i, b in enumerate(batches):
             total += units([b])
             if total > budget and i > 0:
+                self.taken = (budget, True)
                 return i
+        self.taken = (budget, False)
         return len(batches)
 
     def begin(self, size: int) -> None:
@@ -124,8 +130,11 @@ class RoundSizer:
         self._write()
 
     def done(self, size: int, seconds: float) -> None:
-        """The round finished and was acked in ``seconds``: the rate learns from it, a limit grows."""
-        if size > 0 and seconds > 0 and self.group in _WARM:  # a cold round measures the JVM's start
+        """The round finished and was acked in ``seconds``: the rate learns from it (unless it was
+        cold, or small and not cut by its budget), a limit grows."""
+        taken, self.taken = self.taken, None
+        telling = taken is None or taken[1] or 2 * size >= taken[0]  # else: the overhead of a round
+        if size > 0 and seconds > 0 and self.group in _WARM and telling:  # a cold round: the JVM's start
             r = size / seconds
             self.rate = r if self.rate is None else RATE_WEIGHT * r + (1 - RATE_WEIGHT) * self.rate
         if self.limit is not None:  # twice what it could do (a limit below one batch took one batch)

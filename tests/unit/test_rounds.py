@@ -43,6 +43,28 @@ def test_a_round_is_bounded_by_rows_and_by_seconds_at_the_recent_rate(tmp_path):
     assert units([_meta(1, 10, ddl=2)]) == 10 + 2 * DDL_UNITS, "a DDL weighs more than a row"
 
 
+def test_a_small_round_that_drained_the_backlog_does_not_teach_the_rate(tmp_path):
+    """A warm follower's rounds of a few rows each measure the per-round overhead (2 rows in 0.5 s:
+    4 rows/s): learning it made the rounds one batch each when the load came (issue 38). Rounds cut
+    by their budget, or at least half of it, teach the rate."""
+    rounds._WARM.add("g1")
+    s = RoundSizer.load(tmp_path, "g1", SparkConfig(roundRows=100_000, roundSeconds=10.0))
+    for _ in range(5):
+        assert s.take([_meta(1, 2)]) == 1
+        s.done(2, 0.5)
+    assert s.rate is None and s.budget() == 100_000, "the overhead of a round is not its rate"
+    assert s.take([_meta(i, 20_000) for i in range(1, 11)]) == 5      # cut by its budget
+    s.done(100_000, 4.0)
+    assert s.rate == pytest.approx(25_000)
+    assert s.take([_meta(1, 60_000)]) == 1                            # all that was pending, over half
+    s.done(60_000, 6.0)
+    assert s.rate == pytest.approx(17_500), "a round of at least half its budget teaches the rate too"
+    s.take([_meta(1, 2)])
+    s.done(2, 0.5)
+    assert s.rate == pytest.approx(17_500)
+    rounds._WARM.discard("g1")
+
+
 def test_a_round_that_did_not_finish_halves_the_next_down_to_one_batch_then_grows(tmp_path):
     s = RoundSizer.load(tmp_path, "g1", SparkConfig(roundRows=10_000, roundSeconds=100.0))
     s.rate = 1e6
