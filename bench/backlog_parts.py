@@ -35,11 +35,7 @@ def run_replica(rep: dict, src: dict, start: Position, end: Position, timeout: f
     """Seconds from ``START SLAVE UNTIL end`` (the replica set to read from ``start``) until the
     replica executed everything up to ``end``; fails on a replication error."""
     with connect(rep, autocommit=True) as c, c.cursor(pymysql.cursors.DictCursor) as cur:
-        cur.execute("STOP SLAVE")
-        cur.execute("RESET SLAVE ALL")
-        cur.execute("CHANGE MASTER TO MASTER_HOST=%s, MASTER_PORT=%s, MASTER_USER=%s, MASTER_PASSWORD=%s, "
-                    "MASTER_LOG_FILE=%s, MASTER_LOG_POS=%s, MASTER_USE_GTID=no",
-                    (src["host"], int(src["port"]), rep["repl_user"], rep["repl_password"], start[0], start[1]))
+        point_replica(cur, rep, src, start)
         t0 = time.perf_counter()
         cur.execute("START SLAVE UNTIL MASTER_LOG_FILE=%s, MASTER_LOG_POS=%s", (end[0], end[1]))
         while True:
@@ -55,6 +51,15 @@ def run_replica(rep: dict, src: dict, start: Position, end: Position, timeout: f
             time.sleep(0.05)
         cur.execute("STOP SLAVE")
     return secs
+
+
+def point_replica(cur, rep: dict, src: dict, start: Position) -> None:  # noqa: ANN001 - a pymysql cursor
+    """Stop the replica and set it to read the source from ``start`` (not started)."""
+    cur.execute("STOP SLAVE")
+    cur.execute("RESET SLAVE ALL")
+    cur.execute("CHANGE MASTER TO MASTER_HOST=%s, MASTER_PORT=%s, MASTER_USER=%s, MASTER_PASSWORD=%s, "
+                "MASTER_LOG_FILE=%s, MASTER_LOG_POS=%s, MASTER_USE_GTID=no",
+                (src["host"], int(src["port"]), rep["repl_user"], rep["repl_password"], start[0], start[1]))
 
 
 def run_serial(src: dict, dst: dict, start: Position, end: Position, db: str, into: str) -> float:

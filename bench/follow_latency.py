@@ -1,7 +1,7 @@
 """Freshness of ``sluice run --follow``: seconds from a source commit until the row is in the target.
 
     nice -n -10 .venv/bin/python bench/follow_latency.py [--seconds 60] [--rate 0] [--tables 4] [--table-size 20000]
-        [--threads 4] [--every 0.5] [--es] [--record]
+        [--threads 4] [--every 0.5] [--es] [--replica | --replica-only] [--record]
 
 A fresh database on the source MariaDB gets sysbench's schema (``--tables`` tables of
 ``--table-size`` rows) and a ``probe`` table. The deployment mirrors the database into the target
@@ -13,14 +13,22 @@ indexes the probe table into Elasticsearch (group ``es``, row mode). ``sluice ru
   (0, the default: as fast as the primary takes them, issue 38);
 * a probe writer inserts one row every ``--every`` s and notes the wall time right after its
   COMMIT returned (``commit_at``);
+* with ``--replica``, the anchor: the ``mariadb-replica`` service (``slave_parallel_threads=4``,
+  optimistic; the same schema prepared on it) replicates the source from the same position,
+  started with the follower, and is polled like a target (``replica``): how far a parallel
+  replica of the same primary falls behind on the same machine; ``--replica-only``: the replica
+  without the follower (neither takes CPU from the other);
 * a poller per target asks every 50 ms for the probes not seen yet, each by its own key
   (MariaDB: ``SELECT id FROM probe WHERE id IN (...)``; Elasticsearch: the ``ids`` of searchable
   documents), and notes when each was first seen.
 
 Latency of a probe = first seen - commit_at (the poll period adds up to 50 ms). The follower's
-start is left out: the window opens ``--warmup`` seconds after the first probe reached every
-target (JVM start, the first rounds' compilation; a cold start is what bench/small_run.py
-measures). Every probe written after that must arrive: one that has not arrived 120 s after the
+start is left out: the probes start with the follower, and the load starts ``--warmup`` seconds
+after the first probe reached every target (JVM start, the first round's compilation: the steady
+state of a follower that runs for days is measured, not its start); the window opens with the
+load. ``--cold-start`` (as before 2026-11-28): the load starts with the follower, whose cold
+start then runs under full load, and the window opens ``--warmup`` s after the first probe
+arrived, or ``--startup`` s after the start if sooner. Every probe in the window must arrive: one that has not arrived 120 s after the
 load stopped counts as a failure, and as an infinite latency in the percentiles. Drain = from the
 load's end until the last probe (written after the load) is in the target. Reported: median, p95,
 p99, max and missing probes per target, the drain, sysbench's row rate, the load average.
@@ -49,6 +57,7 @@ sys.path.insert(0, str(REPO))
 
 import yaml  # noqa: E402
 
+from bench.backlog_parts import binlog_position, point_replica  # noqa: E402
 from bench.common import command_line, connect, record_row, services  # noqa: E402
 from tests.support import sysbench  # noqa: E402
 
@@ -60,9 +69,11 @@ transactions/s, 0 = as fast as it goes); a probe row is inserted every `--every`
 is polled every 50 ms for each probe not seen yet, by its own key. Latency = first seen in the
 target - wall time right after the source COMMIT returned. A probe that never arrives (120 s after
 the load) is a failure, counted in `missing` and as an infinite latency. Drain = load's end until
-the last probe is in the target. Start-up is left out: the window opens `--warmup` s after the
-first probe reached every target, or `--startup` (20) s after the start if that is sooner (a
-follower still behind then is measured from then). Target (issue 38): p99 <= 10 s, drain <= 10 s,
+the last probe is in the target. Start-up is left out: the load starts `--warmup` s after the
+first probe reached every target and the window opens with it (`warmup` column: seconds from the
+start); with `--cold-start` (every row before 2026-11-28 08:20 UTC) the load starts with the follower
+and the window opens `--warmup` s after the first probe arrived, or `--startup` (20) s after the
+start if sooner (a follower still behind then is measured from then). Target (issue 38): p99 <= 10 s, drain <= 10 s,
 none missing.
 
 | date | command | target | probes | missing | rows/s | p50 s | p95 s | p99 s | max s | drain s | warmup | load |
@@ -141,12 +152,12 @@ class Probes:
                     seen.setdefault(int(i), now)
             time.sleep(0.05)
 
-    def poll_rdb(self, dst: dict) -> None:
-        with connect(dst, f"{self.db}_copy", autocommit=True) as c, c.cursor() as cur:
+    def poll_rdb(self, dst: dict, db: str | None = None, name: str = "mariadb") -> None:
+        with connect(dst, db or f"{self.db}_copy", autocommit=True) as c, c.cursor() as cur:
             def found(ids):
                 cur.execute(f"SELECT id FROM probe WHERE id IN ({', '.join(str(i) for i in ids)})")
                 return [r[0] for r in cur.fetchall()]
-            self._poll("mariadb", found)
+            self._poll(name, found)
 
     def poll_es(self, es: dict) -> None:
         from elasticsearch import Elasticsearch
@@ -173,17 +184,28 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=4)
     ap.add_argument("--every", type=float, default=0.5, help="seconds between probes")
     ap.add_argument("--es", action="store_true", help="also an Elasticsearch target")
+    ap.add_argument("--replica", action="store_true",
+                    help="also the mariadb-replica service replicating the source from the same position")
+    ap.add_argument("--cold-start", action="store_true",
+                    help="start the load with the follower (its cold start under full load counts; the window "
+                    "opens --warmup s after the first probe arrived, --startup s at the latest)")
+    ap.add_argument("--replica-only", action="store_true", help="the replica alone, no follower")
     ap.add_argument("--record", action="store_true")
     args = ap.parse_args()
+    args.replica = args.replica or args.replica_only
     svc = services()
     src, dst = svc["mariadb"], svc["mariadb-target"]
+    rep = svc.get("mariadb-replica") if args.replica else None
+    if args.replica and rep is None:
+        sys.exit("--replica: start it first (scripts/services start mariadb-replica)")
     es = svc.get("elasticsearch") if args.es else None
     if args.es and es is None:
         sys.exit("--es: start Elasticsearch first (scripts/services start elasticsearch)")
     db = f"bfollow_{uuid.uuid4().hex[:6]}"
     tmp = Path(tempfile.mkdtemp(prefix="bench-follow-"))
     shape = {"tables": args.tables, "table_size": args.table_size}
-    for info, name in ((src, db), (dst, f"{db}_copy")):
+    copies = [(src, db), (dst, f"{db}_copy")] + ([(rep, db)] if rep is not None else [])
+    for info, name in copies:
         sysbench.prepare(info, name, **shape)
         with connect(info, name, autocommit=True) as c, c.cursor() as cur:
             cur.execute("CREATE TABLE probe (id BIGINT AUTO_INCREMENT PRIMARY KEY, note VARCHAR(16))")
@@ -192,23 +214,39 @@ def main() -> None:
     sl = [sys.executable, "-m", "pipeline.cli"]
     subprocess.run([*sl, "capture", "--config", str(cfg), "--once"], check=True, cwd=REPO, env=env,
                    capture_output=True)   # the store starts at the binlog's end
+    if rep is not None:  # from the binlog's end now, started with the follower
+        with connect(rep, autocommit=True) as c, c.cursor() as cur:
+            point_replica(cur, rep, src, binlog_position(src))
     log = (tmp / "follow.log").open("w")
-    follower = subprocess.Popen([*sl, "--log-json", "run", "--config", str(cfg), "--follow", "--interval", "1"],
-                                cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    follower = None if args.replica_only else subprocess.Popen(
+        [*sl, "--log-json", "run", "--config", str(cfg), "--follow", "--interval", "1"],
+        cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    if rep is not None:
+        with connect(rep, autocommit=True) as c, c.cursor() as cur:
+            cur.execute("START SLAVE")
+    targets = _targets(es, rep, follower is not None)
     probes = Probes(src, db)
     writer = threading.Thread(target=probes.writer, args=(args.every,))
-    pollers = [threading.Thread(target=probes.poll_rdb, args=(dst,))]
+    pollers = [] if follower is None else [threading.Thread(target=probes.poll_rdb, args=(dst,))]
+    if rep is not None:
+        pollers.append(threading.Thread(target=probes.poll_rdb, args=(rep, db, "replica")))
     if es is not None:
         pollers.append(threading.Thread(target=probes.poll_es, args=(es,)))
-    load = subprocess.Popen(sysbench.command(src, db, "run", **shape, threads=args.threads, seconds=args.seconds,
-                                             extra=(f"--rate={args.rate}",)),
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    t0 = time.time()
     load_avg = []
     drain: dict[str, float | None] = {}
+    load = None
     try:
+        t0 = time.time()
         for t in [writer, *pollers]:
             t.start()
+        if not args.cold_start:  # the load starts once the follower is warm: steady state, not its start
+            ready = _wait_first(probes, targets, t0 + 300)
+            print(f"first probe in every target {ready - t0:.1f} s after the start; load in {args.warmup} s")
+            time.sleep(args.warmup)
+        load = subprocess.Popen(sysbench.command(src, db, "run", **shape, threads=args.threads,
+                                                 seconds=args.seconds, extra=(f"--rate={args.rate}",)),
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        loaded = time.time()
         while load.poll() is None:
             time.sleep(5)
             load_avg.append(os.getloadavg()[0])
@@ -220,10 +258,10 @@ def main() -> None:
         deadline = time.time() + 120
         # every probe, not only the last: partitions commit on their own, so a probe of another key may
         # become visible a moment after the last one (a poll stopped at the last one counted it missing)
-        while time.time() < deadline and any(i not in probes.seen.get(t, {}) for t in _targets(es)
+        while time.time() < deadline and any(i not in probes.seen.get(t, {}) for t in targets
                                              for i in list(probes.commits)):
             time.sleep(0.2)
-        for t in _targets(es):
+        for t in targets:
             at = probes.seen.get(t, {}).get(last)
             drain[t] = None if at is None else at - ended
         probes.stop.set()
@@ -232,20 +270,32 @@ def main() -> None:
     finally:
         probes.writing.clear()
         probes.stop.set()
-        follower.send_signal(signal.SIGTERM)  # the follower stops its own JVM (systemd: KillMode=mixed)
-        try:
-            follower.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(follower.pid, signal.SIGKILL)
+        if load is not None and load.poll() is None:
+            load.kill()
+        if rep is not None:
+            with connect(rep, autocommit=True) as c, c.cursor() as cur:
+                cur.execute("STOP SLAVE")
+        if follower is not None:
+            follower.send_signal(signal.SIGTERM)  # the follower stops its own JVM (systemd: KillMode=mixed)
+            try:
+                follower.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(follower.pid, signal.SIGKILL)
     rows_s = _rows_per_s(out)
-    print(f"follower exit {follower.returncode}; log {tmp / 'follow.log'}")
-    first = max((min(seen.values()) for seen in probes.seen.values() if seen), default=t0)
-    # a follower still behind when --startup seconds have passed is measured from then: its backlog is
-    # latency, not start-up
-    opens = min(first + args.warmup, t0 + args.startup)
-    print(f"first probe in every target {first - t0:.1f} s after the start; window opens at {opens - t0:.1f} s")
+    if follower is not None:
+        print(f"follower exit {follower.returncode}; log {tmp / 'follow.log'}")
+    if args.cold_start:
+        first = max((min(seen.values()) for seen in probes.seen.values() if seen), default=t0)
+        # a follower still behind when --startup seconds have passed is measured from then: its backlog
+        # is latency, not start-up
+        opens = min(first + args.warmup, t0 + args.startup)
+        print(f"first probe in every target {first - t0:.1f} s after the start; window opens at "
+              f"{opens - t0:.1f} s")
+    else:  # every probe written once the load started
+        opens = loaded
+        print(f"window opens with the load, {opens - t0:.1f} s after the start")
     la = statistics.mean(load_avg) if load_avg else os.getloadavg()[0]
-    for target in _targets(es):
+    for target in targets:
         seen = probes.seen.get(target, {})
         window = [i for i, c in probes.commits.items() if c >= opens]
         lat = sorted(seen[i] - probes.commits[i] if i in seen else math.inf for i in window)
@@ -263,12 +313,22 @@ def main() -> None:
                        f"| {dt.date.today()} | `{command_line('bench/follow_latency.py')}` | {target} | {len(lat)} "
                        f"| {missing} | {rows_s:.0f} | {p50:.2f} | {p95:.2f} | {p99:.2f} | {mx:.2f} | {dtext} "
                        f"| {opens - t0:.0f} s | {la:.2f} |")
-    for info, name in ((src, db), (dst, f"{db}_copy")):
+    for info, name in copies:
         sysbench.drop_database(info, name)
 
 
-def _targets(es: dict | None) -> list[str]:
-    return ["mariadb"] + (["elasticsearch"] if es is not None else [])
+def _wait_first(probes: Probes, targets: list[str], deadline: float) -> float:
+    """When every target had its first probe (fails past ``deadline``)."""
+    while not all(probes.seen.get(t) for t in targets):
+        if time.time() > deadline:
+            sys.exit(f"no probe reached {', '.join(t for t in targets if not probes.seen.get(t))} in time")
+        time.sleep(0.1)
+    return time.time()
+
+
+def _targets(es: dict | None, rep: dict | None = None, follower: bool = True) -> list[str]:
+    return ((["mariadb"] + (["elasticsearch"] if es is not None else [])) if follower else []) + (
+        ["replica"] if rep is not None else [])
 
 
 def _rows_per_s(out: str) -> float:
