@@ -28,8 +28,9 @@ after the first probe reached every target (JVM start, the first round's compila
 state of a follower that runs for days is measured, not its start); the window opens with the
 load. ``--cold-start`` (as before 2026-11-28): the load starts with the follower, whose cold
 start then runs under full load, and the window opens ``--warmup`` s after the first probe
-arrived, or ``--startup`` s after the start if sooner. Every probe in the window must arrive: one that has not arrived 120 s after the
-load stopped counts as a failure, and as an infinite latency in the percentiles. Drain = from the
+arrived, or ``--startup`` s after the start if sooner. Every probe in the window must arrive: one
+that has not arrived 120 s after the load stopped counts as a failure, and as an infinite latency
+in the percentiles. Drain = from the
 load's end until the last probe (written after the load) is in the target. Reported: median, p95,
 p99, max and missing probes per target, the drain, sysbench's row rate, the load average.
 ``--record`` appends the result to docs/benchmarks.md. Targets (issue 38): at full speed,
