@@ -1,7 +1,7 @@
 """Freshness of ``sluice run --follow``: seconds from a source commit until the row is in the target.
 
     nice -n -10 .venv/bin/python bench/follow_latency.py [--seconds 60] [--rate 0] [--tables 4] [--table-size 20000]
-        [--threads 4] [--every 0.5] [--es] [--replica | --replica-only] [--record]
+        [--threads 4] [--every 0.5] [--es] [--capture-beside] [--replica | --replica-only] [--cold-start] [--record]
 
 A fresh database on the source MariaDB gets sysbench's schema (``--tables`` tables of
 ``--table-size`` rows) and a ``probe`` table. The deployment mirrors the database into the target
@@ -11,6 +11,8 @@ indexes the probe table into Elasticsearch (group ``es``, row mode). ``sluice ru
 
 * sysbench ``oltp_write_only`` writes on ``--threads`` threads at ``--rate`` transactions/s
   (0, the default: as fast as the primary takes them, issue 38);
+* ``--capture-beside``: ``sluice capture --follow`` in a process of its own feeds the store while
+  ``sluice run --follow --no-capture`` applies (capture no longer waits between rounds);
 * a probe writer inserts one row every ``--every`` s and notes the wall time right after its
   COMMIT returned (``commit_at``);
 * with ``--replica``, the anchor: the ``mariadb-replica`` service (``slave_parallel_threads=4``,
@@ -190,6 +192,9 @@ def main() -> None:
     ap.add_argument("--cold-start", action="store_true",
                     help="start the load with the follower (its cold start under full load counts; the window "
                     "opens --warmup s after the first probe arrived, --startup s at the latest)")
+    ap.add_argument("--capture-beside", action="store_true",
+                    help="capture in a process of its own (sluice capture --follow) beside "
+                    "sluice run --follow --no-capture, instead of between the follower's rounds")
     ap.add_argument("--replica-only", action="store_true", help="the replica alone, no follower")
     ap.add_argument("--record", action="store_true")
     args = ap.parse_args()
@@ -220,8 +225,13 @@ def main() -> None:
             point_replica(cur, rep, src, binlog_position(src))
     log = (tmp / "follow.log").open("w")
     follower = None if args.replica_only else subprocess.Popen(
-        [*sl, "--log-json", "run", "--config", str(cfg), "--follow", "--interval", "1"],
+        [*sl, "--log-json", "run", "--config", str(cfg), "--follow", "--interval", "1",
+         *(["--no-capture"] if args.capture_beside else [])],
         cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    capturer = subprocess.Popen(  # the store fed by its own process, beside the follower's apply
+        [*sl, "--log-json", "capture", "--config", str(cfg), "--follow"], cwd=REPO, env=env,
+        stdout=(tmp / "capture.log").open("w"), stderr=subprocess.STDOUT, start_new_session=True,
+    ) if args.capture_beside and follower is not None else None
     if rep is not None:
         with connect(rep, autocommit=True) as c, c.cursor() as cur:
             cur.execute("START SLAVE")
@@ -276,12 +286,13 @@ def main() -> None:
         if rep is not None:
             with connect(rep, autocommit=True) as c, c.cursor() as cur:
                 cur.execute("STOP SLAVE")
-        if follower is not None:
-            follower.send_signal(signal.SIGTERM)  # the follower stops its own JVM (systemd: KillMode=mixed)
-            try:
-                follower.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                os.killpg(follower.pid, signal.SIGKILL)
+        for proc in (follower, capturer):
+            if proc is not None:
+                proc.send_signal(signal.SIGTERM)  # the follower stops its own JVM (systemd: KillMode=mixed)
+                try:
+                    proc.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
     rows_s = _rows_per_s(out)
     if follower is not None:
         print(f"follower exit {follower.returncode}; log {tmp / 'follow.log'}")
