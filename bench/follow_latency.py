@@ -45,6 +45,7 @@ import argparse
 import datetime as dt
 import math
 import os
+import shutil
 import signal
 import statistics
 import subprocess
@@ -196,6 +197,7 @@ def main() -> None:
                     help="capture in a process of its own (sluice capture --follow) beside "
                     "sluice run --follow --no-capture, instead of between the follower's rounds")
     ap.add_argument("--replica-only", action="store_true", help="the replica alone, no follower")
+    ap.add_argument("--keep", action="store_true", help="keep the deployment's store (else only its logs stay)")
     ap.add_argument("--record", action="store_true")
     args = ap.parse_args()
     args.replica = args.replica or args.replica_only
@@ -327,6 +329,8 @@ def main() -> None:
                        f"| {opens - t0:.0f} s | {la:.2f} |")
     for info, name in copies:
         sysbench.drop_database(info, name)
+    if not args.keep:  # the logs stay; the store (up to 1.4 GB for a minute at full speed) goes
+        shutil.rmtree(tmp / "store", ignore_errors=True)
 
 
 def _wait_first(probes: Probes, targets: list[str], deadline: float) -> float:
