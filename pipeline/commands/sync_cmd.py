@@ -42,7 +42,6 @@ def sync(
     from pipeline.job.group import load_group
     from pipeline.job.session import get_spark, store_jars
     from pipeline.ops import stopping
-    from pipeline.ops.run import adapter_kinds, spark_in_thread
 
     stopping.interrupt_on_sigterm()  # exit 130, the JVM ended: nothing acked is lost either way
     cfg = load_config(config)
@@ -50,16 +49,14 @@ def sync(
     store = open_store(cfg, create=False)
     store.check_writable()
     with store.apply_lock(group):  # a group another job applies: refused before Spark starts
+        plan.check(store)  # source and targets answer, mappings fit their tables
         pending = store.pending(group)
         rows = sum(b.rows for b in pending)
         small = rows <= cfg.spark.smallRows  # a short run: the JVM gets C1-only JIT (pipeline/job/jvm.py)
-        # The JVM starts (and warms a Python worker) while the checks run; a sync whose checks
-        # fail leaves it unused, and it ends with the process (pipeline/job/reaper.py).
-        started = spark_in_thread(lambda n: get_spark(cfg.spark, f"sluice-sync-{group}", master, store_jars(cfg),
-                                                      small=small), rows, adapter_kinds(cfg, [group])
-                                  ) if pending else None
-        plan.check(store)  # source and targets answer, mappings fit their tables
-        spark = started(rows) if started is not None else None
+        # Spark starts in this thread, after the checks: started in a thread (as `sluice run` does),
+        # Ctrl-C during the job ended the sync with exit 1 "Answer from Java side is empty" instead
+        # of 130 (test_operator_rows), so the JVM's start does not overlap the checks here.
+        spark = get_spark(cfg.spark, f"sluice-sync-{group}", master, store_jars(cfg), small=small) if pending else None
         summary = run_sync(cfg, group, spark, max_batches=max_batches, partitions=partitions, plan=plan,
                            locked=True)
     out = summary.as_dict()
