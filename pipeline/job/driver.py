@@ -33,6 +33,7 @@ from pipeline.job.partition import JobContext, apply_function
 from pipeline.job.plan import partitioned_changes, segments
 from pipeline.job.refusals import Refusal, find, refusal_error
 from pipeline.job.rounds import RoundSizer, follower_error, follower_of, units
+from pipeline.job.scan import ScanPlan, scan_plan
 from pipeline.job.schema import RESULT_SCHEMA
 from pipeline.job.session import codegen_for_round
 from pipeline.retry import first_line
@@ -190,7 +191,8 @@ def run_sync(cfg: Config, group_id: str, spark: SparkSession, *, max_batches: in
                         ctx = JobContext(plan.mappings, plan.mapping_target, plan.targets, epoch,
                                          **_test_hooks(), **dl, **lineage,
                                          applied_from=_applied_from(cfg, group_id, store, batches))
-                        _run_segment(spark, dml, seg, plan, ctx, nparts, summary, keys, in_order)
+                        scan = scan_plan(store, batches, seg, plan.routes, keys, nparts, waived, cfg.spark.scan)
+                        _run_segment(spark, dml, seg, plan, ctx, nparts, summary, keys, in_order, scan)
                         if round_dir is not None:  # later segments wait behind these keys too
                             blocked = blocked | {(e["mapping"], e["table"], e["key"])
                                                  for e in dead.round_entries(round_dir)}
@@ -366,13 +368,18 @@ def _before_refusal(batches: list, records: list[dict], plan: GroupPlan, found_w
 
 
 def _run_segment(spark, dml, seg, plan: GroupPlan, ctx: JobContext, nparts: int, summary: SyncSummary,
-                 keys=None, in_order: bool = True) -> None:
+                 keys=None, in_order: bool = True, scan: ScanPlan | None = None) -> None:
+    """One Spark job for one DML segment: the plan's partitions (:mod:`pipeline.job.plan`), or with
+    ``scan`` one task per partition that reads the round's files itself (:mod:`pipeline.job.scan`)."""
     t0 = time.monotonic()
-    changes = partitioned_changes(dml, seg, plan.routes, nparts, keys, in_order)
+    if scan is None:
+        changes = partitioned_changes(dml, seg, plan.routes, nparts, keys, in_order)
+    else:
+        changes = spark.range(0, nparts, 1, nparts)
     t_plan = time.monotonic() - t0
     counters = new_counter(spark)
     try:
-        results = changes.mapInArrow(apply_function(ctx, counters), RESULT_SCHEMA).collect()
+        results = changes.mapInArrow(apply_function(ctx, counters, scan), RESULT_SCHEMA).collect()
     except Exception as e:  # noqa: BLE001 - a lost executor, a killed task, a Spark failure
         first = str(e).strip().splitlines()[0][:500] if str(e).strip() else type(e).__name__
         poison = re.search(r"(poison record: [^\n]*?)(?:\. SQLSTATE|\n|$)", str(e))
@@ -393,7 +400,8 @@ def _run_segment(spark, dml, seg, plan: GroupPlan, ctx: JobContext, nparts: int,
     secs = time.monotonic() - t0
     rows = sum(r["rows"] or 0 for r in results)
     worker = max((float(r["seconds"] or 0) for r in results), default=0.0)  # the slowest partition, in its worker
-    log.info("segment", rows=rows, partitions=len(results), seconds=round(secs, 2), plan_s=round(t_plan, 2),
+    log.info("segment", rows=rows, partitions=len(results), scan=scan is not None, seconds=round(secs, 2),
+             plan_s=round(t_plan, 2),
              worker_s=round(worker, 2),
              rows_per_s=round(rows / secs) if secs else 0, failed=len(failed))
     if failed:

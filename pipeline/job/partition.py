@@ -68,11 +68,14 @@ def result_batch(pid: int, ok: bool, rows: int, stats: ApplyStats, t0: float, er
     return pa.RecordBatch.from_pylist([row], schema=RESULT_ARROW)
 
 
-def apply_function(ctx: JobContext, counters=None):
+def apply_function(ctx: JobContext, counters=None, scan=None):
     """The ``mapInArrow`` function for one job segment.
 
     ``counters``: an optional Spark accumulator (:mod:`pipeline.job.accumulators`) that each
-    partition adds its counts to; the result rows stay the source of truth for the ack."""
+    partition adds its counts to; the result rows stay the source of truth for the ack.
+    ``scan``: a :class:`pipeline.job.scan.ScanPlan`: the task reads its changes from the round's
+    files itself (the function then runs over ``spark.range(partitions)``, one row per task);
+    None: its changes arrive as the Arrow batches of the plan's partition."""
     def count(ok: bool, run: ChunkRunner, t0: float) -> None:
         if counters is not None:
             from pipeline.job.accumulators import partition_counts
@@ -91,10 +94,10 @@ def apply_function(ctx: JobContext, counters=None):
         pks, types = Decoded(()), Decoded({})
         last = (False, "", (-1, -1, -1))
         try:
-            for batch in batches:
-                midx, chunk = changes(batch, pks, types)
+            for midx, chunk, hks in (_scanned(scan, pid, batches) if scan is not None
+                                     else _decoded(batches, pks, types)):
                 if chunk:
-                    last = check_order(last, chunk, pid, group_keys(batch))
+                    last = check_order(last, chunk, pid, hks)
                     feed.add(midx, chunk)
             feed.drain()
             pipe.finish()
@@ -113,6 +116,22 @@ def apply_function(ctx: JobContext, counters=None):
         count(True, run, t0)
         yield result_batch(pid, True, run.rows, run.stats, t0)
     return apply_partition
+
+
+def _decoded(batches: Iterator[pa.RecordBatch], pks: Decoded, types: Decoded):
+    """``(midx list, changes, group keys)`` of each Arrow batch the plan's partition delivers."""
+    for batch in batches:
+        midx, chunk = changes(batch, pks, types)
+        yield midx, chunk, group_keys(batch)
+
+
+def _scanned(scan, pid: int, batches: Iterator[pa.RecordBatch]):
+    """The same pieces read from the round's files (:mod:`pipeline.job.scan`)."""
+    from pipeline.job.scan import own_changes, pieces
+
+    for _ in batches:  # spark.range's one row of this task
+        pass
+    yield from pieces(own_changes(scan, pid))
 
 
 def _commit_batch(mapping) -> int:

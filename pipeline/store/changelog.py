@@ -45,6 +45,9 @@ class StoreCapabilities:
     #: ``check_plan(plan)``: the log refuses, before a sync, a group its order cannot serve (a canal
     #: topic on several partitions lost the order across tables that an ordered group needs)
     checks_plan: bool = False
+    #: ``paths(batches)``: the batches are verified local files that every executor can read, so a
+    #: sync's tasks may read them themselves instead of through Spark (pipeline/job/scan.py)
+    local_files: bool = False
 
 
 class LogBase(Protocol):

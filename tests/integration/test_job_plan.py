@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from adapters.rdb import RdbTarget
 from adapters.rdb.keys import KeyRules
@@ -241,3 +242,99 @@ def test_an_ordered_group_is_one_stream_and_keeps_key_changes_as_updates(spark, 
     assert seqs == sorted(seqs)
     change = [r for _, r in ordered if r["batchId"] == 2]
     assert [(r["kind"], r["d"]["id"], r["o"]) for r in change] == [("UPDATE", "100", {"id": "1"})]
+
+
+def _random_lines(seed: int) -> list[dict]:
+    """Seeded lines of two tables: multi-row INSERTs, UPDATEs that move a key (single and composite,
+    NULL and '' key parts, key columns in the before-image left unchanged), DELETEs, a DDL, a line
+    of another database, a statement-format line (no rows), upper-case table names."""
+    import random
+
+    rnd = random.Random(seed)
+    lines, live = [], {"t": set(), "T2": set()}
+    for b in range(1, 4):
+        for s in range(60):
+            table = rnd.choice(["t", "T2"])
+            pk = ("id",) if table == "t" else ("a", "b")
+
+            def row(k, table=table):
+                return {"id": k, "v": str(rnd.randint(0, 9))} if table == "t" else \
+                    {"a": k, "b": rnd.choice([None, "", "x"]), "v": str(rnd.randint(0, 9))}
+            op = rnd.random()
+            if s == 30:
+                lines.append(dml(b, s, "ALTER", [], ddl=True, table=table, sql="ALTER TABLE x"))
+            elif s == 31:
+                lines.append({**dml(b, s, "INSERT", [{"id": "1"}]), "database": "elsewhere"})
+            elif s == 32:
+                lines.append({**dml(b, s, "QUERY", None), "data": None})
+            elif op < 0.4 or not live[table]:
+                keys = [str(rnd.randint(0, 40)) for _ in range(rnd.randint(1, 4))]
+                live[table].update(keys)
+                lines.append(dml(b, s, "INSERT", [row(k) for k in keys], table=table, pk=pk))
+            elif op < 0.8:
+                k = rnd.choice(sorted(live[table]))
+                new = row(str(rnd.randint(0, 40)) if rnd.random() < 0.4 else k)
+                old = rnd.choice([{"v": "0"}, {pk[0]: k}, {pk[0]: k, "v": "1"}, {pk[-1]: None}])
+                live[table].add(new[pk[0]])
+                lines.append(dml(b, s, "UPDATE", [new], old=[old], table=table, pk=pk))
+            else:
+                k = rnd.choice(sorted(live[table]))
+                lines.append(dml(b, s, "DELETE", [row(k)], table=table, pk=pk))
+    return lines
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_the_scan_gives_each_partition_what_the_plan_gives(spark, tmp_path, seed):
+    """pipeline/job/scan.py (every task reads the files, keeps its own keys) against the JVM's plan on
+    the same lines: the same changes; every key's changes in one partition, in the plan's order; a
+    folding writer's key-grouped rows last and by key; waived lines and lines outside the segment out."""
+    from types import SimpleNamespace as NS
+
+    from pipeline.job.feed import check_order
+    from pipeline.job.scan import scan_plan
+
+    lines = _random_lines(seed)
+    paths = []
+    for b in (1, 2, 3):
+        p = tmp_path / f"{b:08d}.jsonl"
+        p.write_text("".join(json.dumps(x) + "\n" for x in lines if x["batchId"] == b))
+        paths.append(p)
+    routes = [Route(0, "db", "t", None), Route(0, "db", "t2", None, case_insensitive=True),
+              Route(1, "db", "t", ("v",), concurrent=False), Route(2, "db", "t", None)]
+    keys = KeyPlan(by_key=frozenset({0}))
+    seg, skip = Segment((1, 5), (3, 30)), [(2, 7), (2, 8)]
+    store = NS(capabilities=NS(local_files=True), paths=lambda batches: [str(p) for p in paths])
+    plan = scan_plan(store, [NS(rows=len(lines))], seg, routes, keys, 3, skip)
+    assert plan is not None
+    assert scan_plan(store, [NS(rows=1)], seg, routes, KeyPlan(folds={(0, "t"): ()}), 3, skip) is None
+    assert scan_plan(store, [NS(rows=1)], seg, routes, keys, 1, skip) is None
+
+    from pipeline.job.scan import own_changes
+
+    def norm(midx, c, sub):
+        return (midx, c.kind, c.database, c.table, json.dumps(c.data, sort_keys=True),
+                json.dumps(c.old, sort_keys=True), c.seq, sub, c.fk_checks, c.pk_names)
+
+    got, where = [], {}
+    for pid in range(3):
+        rows = own_changes(plan, pid)
+        last = (False, "", (-1, -1, -1))
+        for i in range(0, len(rows), 7):  # in pieces, as the feed checks them
+            part = rows[i:i + 7]
+            last = check_order(last, [x[2] for x in part], pid, [x[3] for x in part])
+        for order, midx, c, hk in rows:
+            got.append(norm(midx, c, order[-1]))
+            assert (hk is not None) == (midx == 0)
+            where.setdefault((midx, hk or order), set()).add(pid)
+    assert all(len(p) == 1 for p in where.values())
+    assert len({p for k, ps in where.items() if k[0] != 1 for p in ps}) == 3   # spread by key
+    assert len({p for k, ps in where.items() if k[0] == 1 for p in ps}) == 1   # concurrent: false
+
+    df = read_dml(spark, [p.as_uri() for p in paths], ordered=False)
+    df = df.where(~((F.col("batchId") == 2) & F.col("seq").isin(7, 8)))
+    want = [norm(r["midx"], NS(kind=r["kind"], database=r["database"], table=r["table"], data=r["d"],
+                               old=r["o"], seq=(r["batchId"], r["seq"], r["row"]), fk_checks=r["fk"],
+                               pk_names=tuple(json.loads(r["pkNames"]) or ())), r["sub"])
+            for _, r in _collect(df, routes, 3, seg, keys)]
+    assert len(got) > 200 and sorted(got) == sorted(want)
+    assert any(x[1] == "INSERT" and x[7] == 1 for x in got)  # a moved key: DELETE (sub 0) + INSERT (sub 1)

@@ -41,7 +41,8 @@ BatchRef = BatchMeta | int
 class BatchStore:
     """The batch store of one source, rooted at ``root`` (local or shared mount)."""
 
-    capabilities = StoreCapabilities()  # the batch files keep the binlog's order: every group can be served
+    #: the batch files keep the binlog's order (every group can be served); executors read them
+    capabilities = StoreCapabilities(local_files=True)
 
     def __init__(self, root: str | os.PathLike[str], *, create: bool = True):
         """Open the store; with ``create`` make it if missing, else raise StoreError."""

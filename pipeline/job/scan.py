@@ -1,0 +1,189 @@
+"""A segment without a shuffle: every task reads the round's batch files and keeps its own keys.
+
+The plan of :mod:`pipeline.job.plan` has the JVM read every batch line, parse every row image
+for its key, hash-partition the rows (a shuffle), sort each partition and hand it to the Python
+worker over Arrow, where each row image is parsed again. On a 2-core machine those JVM stages
+cost more CPU than the apply (docs/benchmarks.md, backlog). When a segment needs nothing the
+JVM is for -- every change partitioned by its exact key (no ordered group, no folded ``_ci``
+key), several partitions, batches in local files every executor reads
+(``StoreCapabilities.local_files``) -- the driver runs it as ``spark.range(P)``, one task per
+partition, and each task (:func:`own_changes`):
+
+1. reads every line of the round's files with orjson, keeping the lines inside the segment
+   (DDL lines and waived lines out, as :meth:`pipeline.job.plan.Segment.condition`);
+2. routes each line to the mappings that want its table, splits it into rows, and turns an UPDATE
+   that changes the route's key into a DELETE of the old key and an INSERT of the new row;
+3. keeps the rows whose part key (mapping and key, as the plan's ``part``) hashes to its partition
+   (CRC-32: the same in every task), and sorts them as the plan sorts a partition: the rows of a
+   folding writer's key-grouped tables last, by key, then seq; the others by seq.
+
+Every task parses the whole round (a JSON parse per line per partition); in exchange the JVM's
+parse, the shuffle, the sort and the Arrow transfer are gone, and each row image is parsed once.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from adapters.base import Change
+from pipeline.job.keyfold import NULL, SEP, KeyPlan
+from pipeline.job.routing import Route
+
+#: rows handed to the feed at a time (the order check and the per-mapping split run per piece)
+PIECE = 5000
+#: a task holds its rows of the round in memory (to sort them; the plan's sort spills to disk):
+#: rounds with more rows per partition than this run the plan
+MAX_ROWS_PER_TASK = 250_000
+
+
+@dataclass(frozen=True)
+class ScanPlan:
+    """One segment for :func:`own_changes` (picklable): the files, routes and partitioning."""
+
+    paths: tuple[str, ...]
+    routes: tuple[Route, ...]
+    partitions: int
+    #: mappings whose writer folds each key's changes (``KeyPlan.by_key``): delivered grouped by key
+    by_key: frozenset[int]
+    #: lines strictly after ``start`` and strictly before ``end`` ((batchId, seq); None: open)
+    start: tuple[int, int] | None = None
+    end: tuple[int, int] | None = None
+    #: (batchId, seq) of lines a repair made good: not applied
+    skip: frozenset = frozenset()
+
+
+def scan_plan(store: Any, batches: list, segment: Any, routes: list[Route], keys: KeyPlan | None,
+              partitions: int, waived: list[tuple[int, int]], enabled: bool = True) -> ScanPlan | None:
+    """The segment as a :class:`ScanPlan`, or None where the JVM's plan must run it: one partition
+    (it streams the lines in order without a shuffle already), an ordered group or a folded key in
+    the segment's key rules, a store whose batches are no local files, a round of more than
+    :data:`MAX_ROWS_PER_TASK` rows per partition, or ``spark.scan: false``."""
+    keys = keys or KeyPlan()
+    if not enabled or partitions < 2 or keys.ordered or keys.folds or not store.capabilities.local_files:
+        return None
+    if sum(b.rows for b in batches) > MAX_ROWS_PER_TASK * partitions:
+        return None
+    return ScanPlan(tuple(store.paths(batches)), tuple(routes), partitions, frozenset(keys.by_key),
+                    segment.start, segment.end, frozenset(waived))
+
+
+def _routes_of(plan: ScanPlan):
+    """``(database, table) -> [(route, key names or None)]``, memoized (few tables per round)."""
+    memo: dict[tuple[str, str], list[Route]] = {}
+
+    def hits(database: str, table: str) -> list[Route]:
+        found = memo.get((database, table))
+        if found is None:
+            found = memo[(database, table)] = [r for r in plan.routes if _matches(r, database, table)]
+        return found
+    return hits
+
+
+def _matches(route: Route, database: str | None, table: str | None) -> bool:
+    """:meth:`Route.condition` in Python (a NULL database or table matches no named one)."""
+    def eq(value: str | None, want: str) -> bool:
+        if value is None:
+            return False
+        return value.lower() == want.lower() if route.case_insensitive else value == want
+    return (route.database is None or eq(database, route.database)) and (route.table is None or eq(table, route.table))
+
+
+def _text(v: Any) -> str:
+    """A key part as text (the capture writes strings; anything else by its JSON)."""
+    return NULL if v is None else (v if isinstance(v, str) else orjson.dumps(v).decode())
+
+
+def _key(image: dict, names: tuple) -> str:
+    if len(names) == 1:
+        v = image.get(names[0])
+        return v if isinstance(v, str) else _text(v)
+    return SEP.join([_text(image.get(k)) for k in names])
+
+
+def _old_key(new: dict, old: dict, names: tuple) -> str:
+    if len(names) == 1:
+        k = names[0]
+        return _text(old[k] if k in old else new.get(k))
+    return SEP.join([_text(old[k] if k in old else new.get(k)) for k in names])
+
+
+def own_changes(plan: ScanPlan, pid: int) -> list[tuple[tuple, int, Change, str | None]]:
+    """The changes of partition ``pid``, in the order the plan's sort gives: ``(order key, midx,
+    change, group key)`` (the group key as :func:`pipeline.job.feed.group_keys`: None unless the
+    row is delivered grouped by key)."""
+    hits, loads = _routes_of(plan), orjson.loads
+    start, end, skip = plan.start, plan.end, plan.skip
+    out: list = []
+    for path in plan.paths:
+        with open(path, "rb") as f:
+            for line in f:
+                r = loads(line)
+                if r.get("isDdl"):
+                    continue
+                pos = (r["batchId"], r["seq"])
+                if (start is not None and pos <= start) or (end is not None and pos >= end) or pos in skip:
+                    continue
+                routes = hits(r.get("database"), r.get("table"))
+                if routes:
+                    _split(r, pos, routes, plan, pid, out)
+    out.sort(key=_order)
+    return out
+
+
+def _order(row: tuple) -> tuple:
+    return row[0]
+
+
+def _split(r: dict, pos: tuple[int, int], routes: list[Route], plan: ScanPlan, pid: int, out: list) -> None:
+    """Rows of one line for its routes, the ones whose part key hashes to ``pid`` appended to ``out``."""
+    data, old, row_no = r.get("data") or (), r.get("old") or (), r.get("rowNo") or ()
+    kind, db, table = r.get("type"), r.get("database"), r.get("table")
+    bid, seq = pos
+    pk = tuple(r.get("pkNames") or ())
+    types = r.get("mysqlType") or {}
+    fk = r.get("fkChecks") is not False
+    update = kind == "UPDATE"
+    n, crc = plan.partitions, zlib.crc32
+    for route in routes:
+        midx = route.midx
+        names = pk if route.key_columns is None else route.key_columns
+        grouped = route.concurrent and midx in plan.by_key
+        prefix = f"{midx}\u0002"
+        every = not route.concurrent  # the mapping's changes share one partition (the plan's part: no key)
+        if every and crc(prefix.encode()) % n != pid:
+            continue
+        for i, d in enumerate(data):
+            image = isinstance(d, dict)  # the plan parses no key change out of a row image that is none
+            if not image:
+                d = {}
+            o = old[i] if i < len(old) else None
+            at = (bid, seq, row_no[i] if i < len(row_no) else i)
+            key = _key(d, names)
+            if update and image and o.__class__ is dict:
+                before = _old_key(d, o, names)
+                if before != key:  # the key changed: DELETE of the old key, INSERT of the new row
+                    if every or crc((prefix + before).encode("utf-8", "surrogatepass")) % n == pid:
+                        was = {k: (o[k] if k in o else v) for k, v in d.items()}
+                        hk = SEP.join((before, str(midx), db or "", table or "")) if grouped else None
+                        out.append(((grouped, hk or "", *at, 0), midx,
+                                    Change("DELETE", db, table, was, None, pk, types, at, False, fk), hk))
+                    if every or crc((prefix + key).encode("utf-8", "surrogatepass")) % n == pid:
+                        hk = SEP.join((key, str(midx), db or "", table or "")) if grouped else None
+                        out.append(((grouped, hk or "", *at, 1), midx,
+                                    Change("INSERT", db, table, d, None, pk, types, at, False, fk), hk))
+                    continue
+            if every or crc((prefix + key).encode("utf-8", "surrogatepass")) % n == pid:
+                hk = SEP.join((key, str(midx), db or "", table or "")) if grouped else None
+                out.append(((grouped, hk or "", *at, 0), midx, Change(kind, db, table, d, o, pk, types, at, False, fk),
+                            hk))
+
+
+def pieces(rows: list, size: int = PIECE):
+    """``(midx list, changes, group keys)`` pieces of :func:`own_changes`'s rows, for the feed."""
+    for i in range(0, len(rows), size):
+        part = rows[i:i + size]
+        yield [x[1] for x in part], [x[2] for x in part], [x[3] for x in part]
