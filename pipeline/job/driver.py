@@ -33,7 +33,7 @@ from pipeline.job.partition import JobContext, apply_function
 from pipeline.job.plan import partitioned_changes, segments
 from pipeline.job.refusals import Refusal, find, refusal_error
 from pipeline.job.rounds import RoundSizer, follower_error, follower_of, units
-from pipeline.job.scan import ScanPlan, scan_plan
+from pipeline.job.scan import RoundFiles, ScanPlan, scan_plan
 from pipeline.job.schema import RESULT_SCHEMA
 from pipeline.job.session import codegen_for_round
 from pipeline.retry import first_line
@@ -181,6 +181,7 @@ def run_sync(cfg: Config, group_id: str, spark: SparkSession, *, max_batches: in
             if len(cuts) > 1:
                 dml = dml.persist()  # read once, cut several times
             round_dir = dead.new_round(ids[0], ids[-1]) if dead is not None else None
+            files = RoundFiles(store, batches)
             try:
                 for si, seg in enumerate(cuts):
                     if any(b.records < 0 for b in batches) or _dml_lines(seg, batches) > _count_in(seg, ddl_positions):
@@ -191,7 +192,7 @@ def run_sync(cfg: Config, group_id: str, spark: SparkSession, *, max_batches: in
                         ctx = JobContext(plan.mappings, plan.mapping_target, plan.targets, epoch,
                                          **_test_hooks(), **dl, **lineage,
                                          applied_from=_applied_from(cfg, group_id, store, batches))
-                        scan = scan_plan(store, batches, seg, plan.routes, keys, nparts, waived, cfg.spark.scan)
+                        scan = scan_plan(files, seg, plan.routes, keys, nparts, waived, cfg.spark.scan)
                         _run_segment(spark, dml, seg, plan, ctx, nparts, summary, keys, in_order, scan)
                         if round_dir is not None:  # later segments wait behind these keys too
                             blocked = blocked | {(e["mapping"], e["table"], e["key"])

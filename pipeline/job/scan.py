@@ -23,6 +23,7 @@ parse, the shuffle, the sort and the Arrow transfer are gone, and each row image
 
 from __future__ import annotations
 
+import gc
 import zlib
 from dataclasses import dataclass
 from typing import Any
@@ -35,9 +36,10 @@ from pipeline.job.routing import Route
 
 #: rows handed to the feed at a time (the order check and the per-mapping split run per piece)
 PIECE = 5000
-#: a task holds its rows of the round in memory (to sort them; the plan's sort spills to disk):
-#: rounds with more rows per partition than this run the plan
-MAX_ROWS_PER_TASK = 250_000
+#: a task holds its rows of the round in memory (to sort them; the plan's sort spills to disk), and
+#: one task may get every row (one hot key, a ``concurrent: false`` mapping): rounds of more rows run
+#: the plan (``spark.roundRows`` is 100,000 by default; 0, unbounded rounds, mostly exceed it)
+MAX_ROUND_ROWS = 250_000
 
 
 @dataclass(frozen=True)
@@ -56,18 +58,36 @@ class ScanPlan:
     skip: frozenset = frozenset()
 
 
-def scan_plan(store: Any, batches: list, segment: Any, routes: list[Route], keys: KeyPlan | None,
-              partitions: int, waived: list[tuple[int, int]], enabled: bool = True) -> ScanPlan | None:
+class RoundFiles:
+    """The round's batch files for :func:`scan_plan`: verified by the store once per round (its
+    ``paths`` hashes every file), handed to each segment only as far as its batches reach."""
+
+    def __init__(self, store: Any, batches: list):
+        self.store, self.batches = store, batches
+        self.local = bool(store.capabilities.local_files)
+        self.rows = sum(b.rows for b in batches)
+        self._paths: dict[int, str] | None = None
+
+    def between(self, start: tuple[int, int] | None, end: tuple[int, int] | None) -> tuple[str, ...]:
+        """The files of the batches a segment from ``start`` to ``end`` can hold lines of."""
+        if self._paths is None:
+            self._paths = dict(zip([b.batch_id for b in self.batches], self.store.paths(self.batches), strict=True))
+        return tuple(p for b, p in self._paths.items()
+                     if (start is None or b >= start[0]) and (end is None or b <= end[0]))
+
+
+def scan_plan(files: RoundFiles, segment: Any, routes: list[Route], keys: KeyPlan | None, partitions: int,
+              waived: list[tuple[int, int]], enabled: bool = True) -> ScanPlan | None:
     """The segment as a :class:`ScanPlan`, or None where the JVM's plan must run it: one partition
     (it streams the lines in order without a shuffle already), an ordered group or a folded key in
     the segment's key rules, a store whose batches are no local files, a round of more than
-    :data:`MAX_ROWS_PER_TASK` rows per partition, or ``spark.scan: false``."""
+    :data:`MAX_ROUND_ROWS` rows, or ``spark.scan: false``."""
     keys = keys or KeyPlan()
-    if not enabled or partitions < 2 or keys.ordered or keys.folds or not store.capabilities.local_files:
+    if not enabled or partitions < 2 or keys.ordered or keys.folds or not files.local:
         return None
-    if sum(b.rows for b in batches) > MAX_ROWS_PER_TASK * partitions:
+    if files.rows > MAX_ROUND_ROWS:
         return None
-    return ScanPlan(tuple(store.paths(batches)), tuple(routes), partitions, frozenset(keys.by_key),
+    return ScanPlan(files.between(segment.start, segment.end), tuple(routes), partitions, frozenset(keys.by_key),
                     segment.start, segment.end, frozenset(waived))
 
 
@@ -118,6 +138,18 @@ def own_changes(plan: ScanPlan, pid: int) -> list[tuple[tuple, int, Change, str 
     hits, loads = _routes_of(plan), orjson.loads
     start, end, skip = plan.start, plan.end, plan.skip
     out: list = []
+    collecting = gc.isenabled()
+    gc.disable()  # the rows are kept, not garbage: each collection would walk them all again (-30%)
+    try:
+        _read(plan, pid, out, hits, loads, start, end, skip)
+    finally:
+        if collecting:
+            gc.enable()
+    out.sort(key=_order)
+    return out
+
+
+def _read(plan: ScanPlan, pid: int, out: list, hits, loads, start, end, skip) -> None:
     for path in plan.paths:
         with open(path, "rb") as f:
             for line in f:
@@ -130,12 +162,24 @@ def own_changes(plan: ScanPlan, pid: int) -> list[tuple[tuple, int, Change, str 
                 routes = hits(r.get("database"), r.get("table"))
                 if routes:
                     _split(r, pos, routes, plan, pid, out)
-    out.sort(key=_order)
-    return out
 
 
 def _order(row: tuple) -> tuple:
     return row[0]
+
+
+_SHARED: dict = {}
+
+
+def _shared(r: dict, db: str | None, table: str | None) -> tuple[tuple, dict]:
+    """The line's ``pkNames`` (as a tuple) and ``mysqlType``, as the objects of the last line of its
+    table that had the same ones (the rows a task keeps share them, as the Arrow decoder's do)."""
+    pk, types = tuple(r.get("pkNames") or ()), r.get("mysqlType") or {}
+    known = _SHARED.get((db, table))
+    if known is not None and known[0] == pk and known[1] == types:
+        return known
+    _SHARED[(db, table)] = found = (pk, types)
+    return found
 
 
 def _split(r: dict, pos: tuple[int, int], routes: list[Route], plan: ScanPlan, pid: int, out: list) -> None:
@@ -143,8 +187,7 @@ def _split(r: dict, pos: tuple[int, int], routes: list[Route], plan: ScanPlan, p
     data, old, row_no = r.get("data") or (), r.get("old") or (), r.get("rowNo") or ()
     kind, db, table = r.get("type"), r.get("database"), r.get("table")
     bid, seq = pos
-    pk = tuple(r.get("pkNames") or ())
-    types = r.get("mysqlType") or {}
+    pk, types = _shared(r, db, table)
     fk = r.get("fkChecks") is not False
     update = kind == "UPDATE"
     n, crc = plan.partitions, zlib.crc32

@@ -291,7 +291,7 @@ def test_the_scan_gives_each_partition_what_the_plan_gives(spark, tmp_path, seed
     from types import SimpleNamespace as NS
 
     from pipeline.job.feed import check_order
-    from pipeline.job.scan import scan_plan
+    from pipeline.job.scan import RoundFiles, scan_plan
 
     lines = _random_lines(seed)
     paths = []
@@ -304,10 +304,14 @@ def test_the_scan_gives_each_partition_what_the_plan_gives(spark, tmp_path, seed
     keys = KeyPlan(by_key=frozenset({0}))
     seg, skip = Segment((1, 5), (3, 30)), [(2, 7), (2, 8)]
     store = NS(capabilities=NS(local_files=True), paths=lambda batches: [str(p) for p in paths])
-    plan = scan_plan(store, [NS(rows=len(lines))], seg, routes, keys, 3, skip)
-    assert plan is not None
-    assert scan_plan(store, [NS(rows=1)], seg, routes, KeyPlan(folds={(0, "t"): ()}), 3, skip) is None
-    assert scan_plan(store, [NS(rows=1)], seg, routes, keys, 1, skip) is None
+    batches = [NS(batch_id=b, rows=sum(len(x["data"] or ()) for x in lines if x["batchId"] == b)) for b in (1, 2, 3)]
+    files = RoundFiles(store, batches)
+    plan = scan_plan(files, seg, routes, keys, 3, skip)
+    assert plan is not None and plan.paths == tuple(str(p) for p in paths)
+    assert scan_plan(files, Segment((2, 5), None), routes, keys, 3, skip).paths == (str(paths[1]), str(paths[2]))
+    assert scan_plan(files, seg, routes, KeyPlan(folds={(0, "t"): ()}), 3, skip) is None   # a folded key
+    assert scan_plan(files, seg, routes, keys, 1, skip) is None                           # one partition
+    assert scan_plan(RoundFiles(store, [NS(batch_id=1, rows=10**6)]), seg, routes, keys, 3, skip) is None
 
     from pipeline.job.scan import own_changes
 
