@@ -53,8 +53,8 @@ def _interrupted(e: BaseException) -> bool:
     """An error raised because of an interrupt: one that a KeyboardInterrupt caused (a SIGTERM in the
     middle of ``import pyspark.sql`` left the module half made, and the cleanup's import of it
     failed: CI saw ``unexpected ImportError`` and exit 1 for ``sluice run`` stopped while its JVM
-    started), or any error after a stop was asked for (:mod:`pipeline.ops.stopping`)."""
-    from pipeline.ops import stopping
+    started), or any error after a stop was asked for (:mod:`sluice_common.stopping`)."""
+    from sluice_common import stopping
 
     return _by_interrupt(e) or stopping.requested()
 

@@ -9,7 +9,7 @@ import typer
 
 from pipeline.commands.app import app
 from pipeline.config import load_config
-from pipeline.ops import stopping
+from sluice_common import stopping
 from sluice_common.errors import UsageError
 from sluice_common.exitcodes import NOTHING as EXIT_NOTHING
 

@@ -41,7 +41,7 @@ def sync(
     from pipeline.job.driver import run_sync
     from pipeline.job.group import load_group
     from pipeline.job.session import get_spark, store_jars
-    from pipeline.ops import stopping
+    from sluice_common import stopping
 
     stopping.interrupt_on_sigterm()  # exit 130, the JVM ended: nothing acked is lost either way
     cfg = load_config(config)

@@ -41,6 +41,7 @@ from pipeline.state.deadletter import DeadLetterStore
 from pipeline.state.waivers import waivers
 from pipeline.store import GroupLog, open_store
 from pipeline.writers import Lineage, Options, Writers
+from sluice_common import stopping
 from sluice_common.errors import SluiceError
 from sluice_common.logs import get_logger
 
@@ -146,6 +147,8 @@ def run_sync(cfg: Config, group_id: str, spark: SparkSession, *, max_batches: in
         rounds = 0
         found_waivers = waivers(store.root)
         while max_rounds is None or done < max_rounds:
+            if stopping.requested():  # a SIGTERM whose interrupt was lost (in a finalizer): no new round
+                raise KeyboardInterrupt
             if done and not follower and (holder := follower_of(store, group_id)) is not None:
                 summary.yielded_to = holder.describe()
                 log.info("a follower started: leaving the group to it", group=group_id, follower=summary.yielded_to)

@@ -53,11 +53,10 @@ from pipeline.retry import retrying
 from pipeline.state.locks import acquire, read_holder
 from pipeline.state.runlog import new_run_id
 from pipeline.store import GroupLog, open_store
-from sluice_common import exitcodes
+from sluice_common import exitcodes, stopping
 from sluice_common.errors import LockHeldError
 from sluice_common.logs import get_logger
 
-from . import stopping
 from .run import RunResult, adapter_kinds, run_once, spark_in_thread
 
 log = get_logger("follow")
@@ -347,7 +346,7 @@ def run_follow(cfg: Config, *, groups: list[str] | None = None, spark_factory: C
 
 
 def _stop_if_requested(rounds: int) -> None:
-    """Between rounds: a SIGTERM whose interrupt py4j ate (pipeline/ops/stopping.py) stops the follower now."""
+    """Between rounds: a SIGTERM whose interrupt py4j ate (sluice_common/stopping.py) stops the follower now."""
     if stopping.requested():
         log.warning("a stop was asked for and its interrupt lost mid-round (py4j); stopping between rounds",
                     rounds=rounds)

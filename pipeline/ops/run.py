@@ -37,11 +37,10 @@ from pipeline.fsutil import not_writable
 from pipeline.job.rounds import follower_error, follower_of
 from pipeline.state.runlog import RunLog, new_run_id
 from pipeline.store import AdminLog, GroupLog, open_store
-from sluice_common import exitcodes
+from sluice_common import exitcodes, stopping
 from sluice_common.errors import LockHeldError, SluiceError
 from sluice_common.logs import get_logger
 
-from . import stopping
 from .status import _iso, capture_lag, group_status
 
 log = get_logger("run")

@@ -78,7 +78,7 @@ def test_an_error_an_interrupt_caused_exits_as_interrupted(monkeypatch, capsys):
     interrupted (130). An error whose cause chain holds the interrupt, or any error after a stop was
     asked for, exits 130; other errors stay unexpected (1)."""
     from pipeline import cli
-    from pipeline.ops import stopping
+    from sluice_common import stopping
     from sluice_common.exitcodes import FAILED, INTERRUPTED
 
     def import_after_interrupt(argv):

@@ -273,9 +273,9 @@ def test_a_sigterm_whose_interrupt_was_lost_stops_the_follower_after_its_round(e
     """The chaos soak's SIGTERM once waited 90 s for a follower that went on round after round: the
     handler's KeyboardInterrupt, raised during a call into the Spark JVM, came out of py4j as a
     failed call ("Answer from Java side is empty"), a failed round like any other. The handler's
-    stop request stays (pipeline/ops/stopping.py): the round in progress ends, then the follower
+    stop request stays (sluice_common/stopping.py): the round in progress ends, then the follower
     stops with 130."""
-    from pipeline.ops import stopping
+    from sluice_common import stopping
 
     cfg, store, _ = env
     clock = Clock()

@@ -353,7 +353,7 @@ def test_an_interrupt_py4j_turned_into_a_failed_call_is_still_an_interrupted_run
     """SIGTERM during a call into the Spark JVM: py4j raises "Answer from Java side is empty"
     instead of the handler's KeyboardInterrupt (seen in the hour-long chaos soak). The handler's
     stop request makes the run what it is: interrupted, exit 130, nothing acked."""
-    from pipeline.ops import stopping
+    from sluice_common import stopping
 
     cfg, store = env
 

@@ -6,7 +6,10 @@ Java side is empty"): the round records a failed sync, nothing acked, and a foll
 its next round as after any failure (the chaos soak's SIGTERM waited 90 s for it; seen in a
 follower's log). So the handler also calls :func:`request`: ``run --follow`` asks
 :func:`requested` between rounds (pipeline/ops/follow.py) and a run whose interrupt was eaten is
-still recorded as interrupted (pipeline/ops/run.py): exit 130, as for a stop between rounds.
+still recorded as interrupted (pipeline/ops/run.py): exit 130, as for a stop between rounds. The
+interrupt can also be lost entirely: raised inside a finalizer (a pymysql result's ``__del__`` run
+while the JVM was launching), Python prints "Exception ignored" and goes on; so a sync starts no new
+round once a stop was asked for (pipeline/job/driver.py). Here, below both the job and operations.
 """
 
 from __future__ import annotations
