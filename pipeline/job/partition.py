@@ -11,6 +11,7 @@ error, so the driver sees every partition's outcome and decides about the ack.
 
 from __future__ import annotations
 
+import gc
 import json
 import time
 from collections.abc import Iterator
@@ -131,7 +132,12 @@ def _scanned(scan, pid: int, batches: Iterator[pa.RecordBatch]):
 
     for _ in batches:  # spark.range's one row of this task
         pass
-    yield from pieces(own_changes(scan, pid))
+    rows = own_changes(scan, pid)
+    gc.freeze()  # the rows live until the task ends: the apply's collections need not walk them again
+    try:
+        yield from pieces(rows)
+    finally:
+        gc.unfreeze()
 
 
 def _commit_batch(mapping) -> int:
