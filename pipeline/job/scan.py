@@ -92,7 +92,7 @@ def scan_plan(files: RoundFiles, segment: Any, routes: list[Route], keys: KeyPla
 
 
 def _routes_of(plan: ScanPlan):
-    """``(database, table) -> [(route, key names or None)]``, memoized (few tables per round)."""
+    """``(database, table) -> the routes that want its lines``, memoized (few tables per round)."""
     memo: dict[tuple[str, str], list[Route]] = {}
 
     def hits(database: str, table: str) -> list[Route]:
@@ -150,6 +150,7 @@ def own_changes(plan: ScanPlan, pid: int) -> list[tuple[tuple, int, Change, str 
 
 
 def _read(plan: ScanPlan, pid: int, out: list, hits, loads, start, end, skip) -> None:
+    """Every line of the plan's files inside the segment, split into ``out`` (the rows of ``pid``)."""
     for path in plan.paths:
         with open(path, "rb") as f:
             for line in f:
