@@ -157,3 +157,31 @@ def test_round_rows_0_leaves_rounds_unbounded(tmp_path):
     (tmp_path / "rounds").mkdir()
     (tmp_path / "rounds" / "g1.json").write_text('{"rate": 1.0, "limit": 5, "open": 3000}')
     assert RoundSizer.load(tmp_path, "g1", SparkConfig(roundRows=0)).take(batches) == 10
+
+
+def test_a_sync_starts_no_round_once_a_stop_was_asked_for(tmp_path, monkeypatch):
+    """A SIGTERM whose KeyboardInterrupt was lost (raised inside a finalizer, which Python ignores)
+    leaves only the stop flag (sluice_common/stopping.py): the sync must take no batch after it, so
+    nothing is applied or acked after the signal (a CI run's follower acked a round 3 s after one)."""
+    from types import SimpleNamespace as NS
+
+    from pipeline.job import driver
+    from sluice_common import stopping
+
+    cfg = parse_config({"source": {"name": "s1"}, "store": {"path": str(tmp_path / "store")},
+                        "groups": [{"groupId": "g1"}]}, file=str(tmp_path / "sluice.yml"))
+    store = BatchStore(cfg.store_dir())
+    _append(store, 3)
+    taken = []
+    monkeypatch.setattr(store, "get", lambda group, n=1: taken.append(group) or [])
+    monkeypatch.setattr(driver, "open_store", lambda cfg, create=False: store)
+    plan = NS(mappings=(), group_id="g1", key_plan=lambda: None)
+    stopping.request()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            driver.run_sync(cfg, "g1", None, plan=plan, locked=True, follower=True)
+        assert taken == [] and store.cursor("g1") == 0
+    finally:
+        stopping.clear()
+    driver.run_sync(cfg, "g1", None, plan=plan, locked=True, follower=True)  # no stop: it asks for batches
+    assert taken == ["g1"]
