@@ -191,14 +191,14 @@ def _split(r: dict, pos: tuple[int, int], routes: list[Route], plan: ScanPlan, p
     pk, types = _shared(r, db, table)
     fk = r.get("fkChecks") is not False
     update = kind == "UPDATE"
-    n, crc = plan.partitions, zlib.crc32
+    n = plan.partitions
     for route in routes:
         midx = route.midx
         names = pk if route.key_columns is None else route.key_columns
         grouped = route.concurrent and midx in plan.by_key
         prefix = f"{midx}\u0002"
         every = not route.concurrent  # the mapping's changes share one partition (the plan's part: no key)
-        if every and crc(prefix.encode()) % n != pid:
+        if every and not _mine(prefix, "", n, pid):
             continue
         for i, d in enumerate(data):
             image = isinstance(d, dict)  # the plan parses no key change out of a row image that is none
@@ -210,20 +210,27 @@ def _split(r: dict, pos: tuple[int, int], routes: list[Route], plan: ScanPlan, p
             if update and image and o.__class__ is dict:
                 before = _old_key(d, o, names)
                 if before != key:  # the key changed: DELETE of the old key, INSERT of the new row
-                    if every or crc((prefix + before).encode("utf-8", "surrogatepass")) % n == pid:
+                    if every or _mine(prefix, before, n, pid):
                         was = {k: (o[k] if k in o else v) for k, v in d.items()}
-                        hk = SEP.join((before, str(midx), db or "", table or "")) if grouped else None
-                        out.append(((grouped, hk or "", *at, 0), midx,
-                                    Change("DELETE", db, table, was, None, pk, types, at, False, fk), hk))
-                    if every or crc((prefix + key).encode("utf-8", "surrogatepass")) % n == pid:
-                        hk = SEP.join((key, str(midx), db or "", table or "")) if grouped else None
-                        out.append(((grouped, hk or "", *at, 1), midx,
-                                    Change("INSERT", db, table, d, None, pk, types, at, False, fk), hk))
+                        out.append(_entry(grouped, before, midx, at, 0,
+                                          Change("DELETE", db, table, was, None, pk, types, at, False, fk)))
+                    if every or _mine(prefix, key, n, pid):
+                        out.append(_entry(grouped, key, midx, at, 1,
+                                          Change("INSERT", db, table, d, None, pk, types, at, False, fk)))
                     continue
-            if every or crc((prefix + key).encode("utf-8", "surrogatepass")) % n == pid:
-                hk = SEP.join((key, str(midx), db or "", table or "")) if grouped else None
-                out.append(((grouped, hk or "", *at, 0), midx, Change(kind, db, table, d, o, pk, types, at, False, fk),
-                            hk))
+            if every or _mine(prefix, key, n, pid):
+                out.append(_entry(grouped, key, midx, at, 0, Change(kind, db, table, d, o, pk, types, at, False, fk)))
+
+
+def _mine(prefix: str, key: str, n: int, pid: int) -> bool:
+    """Does the part key ``prefix + key`` (the plan's ``part``) hash to partition ``pid`` of ``n``?"""
+    return zlib.crc32((prefix + key).encode("utf-8", "surrogatepass")) % n == pid
+
+
+def _entry(grouped: bool, key: str, midx: int, at: tuple, sub: int, change: Change) -> tuple:
+    """A kept row: its order key (the plan's sort), mapping, change and group key (None: not grouped)."""
+    hk = SEP.join((key, str(midx), change.database or "", change.table or "")) if grouped else None
+    return (grouped, hk or "", *at, sub), midx, change, hk
 
 
 def pieces(rows: list, size: int = PIECE):
