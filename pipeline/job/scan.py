@@ -141,7 +141,7 @@ def own_changes(plan: ScanPlan, pid: int) -> list[tuple[tuple, int, Change, str 
     collecting = gc.isenabled()
     gc.disable()  # the rows are kept, not garbage: each collection would walk them all again (-30%)
     try:
-        _read(plan, pid, out, hits, loads, start, end, skip)
+        _read(plan, pid, out, hits, loads, start, end, skip, {})
     finally:
         if collecting:
             gc.enable()
@@ -149,7 +149,7 @@ def own_changes(plan: ScanPlan, pid: int) -> list[tuple[tuple, int, Change, str 
     return out
 
 
-def _read(plan: ScanPlan, pid: int, out: list, hits, loads, start, end, skip) -> None:
+def _read(plan: ScanPlan, pid: int, out: list, hits, loads, start, end, skip, shared: dict) -> None:
     """Every line of the plan's files inside the segment, split into ``out`` (the rows of ``pid``)."""
     for path in plan.paths:
         with open(path, "rb") as f:
@@ -162,33 +162,31 @@ def _read(plan: ScanPlan, pid: int, out: list, hits, loads, start, end, skip) ->
                     continue
                 routes = hits(r.get("database"), r.get("table"))
                 if routes:
-                    _split(r, pos, routes, plan, pid, out)
+                    _split(r, pos, routes, plan, pid, out, shared)
 
 
 def _order(row: tuple) -> tuple:
     return row[0]
 
 
-_SHARED: dict = {}
-
-
-def _shared(r: dict, db: str | None, table: str | None) -> tuple[tuple, dict]:
+def _shared(r: dict, db: str | None, table: str | None, memo: dict) -> tuple[tuple, dict]:
     """The line's ``pkNames`` (as a tuple) and ``mysqlType``, as the objects of the last line of its
     table that had the same ones (the rows a task keeps share them, as the Arrow decoder's do)."""
     pk, types = tuple(r.get("pkNames") or ()), r.get("mysqlType") or {}
-    known = _SHARED.get((db, table))
+    known = memo.get((db, table))
     if known is not None and known[0] == pk and known[1] == types:
         return known
-    _SHARED[(db, table)] = found = (pk, types)
+    memo[(db, table)] = found = (pk, types)
     return found
 
 
-def _split(r: dict, pos: tuple[int, int], routes: list[Route], plan: ScanPlan, pid: int, out: list) -> None:
+def _split(r: dict, pos: tuple[int, int], routes: list[Route], plan: ScanPlan, pid: int, out: list,
+           shared: dict) -> None:
     """Rows of one line for its routes, the ones whose part key hashes to ``pid`` appended to ``out``."""
     data, old, row_no = r.get("data") or (), r.get("old") or (), r.get("rowNo") or ()
     kind, db, table = r.get("type"), r.get("database"), r.get("table")
     bid, seq = pos
-    pk, types = _shared(r, db, table)
+    pk, types = _shared(r, db, table, shared)
     fk = r.get("fkChecks") is not False
     update = kind == "UPDATE"
     n = plan.partitions
