@@ -33,6 +33,7 @@ import orjson
 from adapters.base import Change
 from pipeline.job.keyfold import NULL, SEP, KeyPlan
 from pipeline.job.routing import Route
+from sluice_common.errors import SluiceError
 
 #: rows handed to the feed at a time (the order check and the per-mapping split run per piece)
 PIECE = 5000
@@ -153,8 +154,13 @@ def _read(plan: ScanPlan, pid: int, out: list, hits, loads, start, end, skip, sh
     """Every line of the plan's files inside the segment, split into ``out`` (the rows of ``pid``)."""
     for path in plan.paths:
         with open(path, "rb") as f:
-            for line in f:
-                r = loads(line)
+            for no, line in enumerate(f, 1):
+                try:
+                    r = loads(line)
+                except orjson.JSONDecodeError as e:  # verified on the driver: changed since
+                    raise SluiceError(f"batch file {path}, line {no}: not a JSON line ({e}); nothing was acked",
+                                      hint="run `sluice store verify --config <config>`: it names the "
+                                           "corrupt batches") from None
                 if r.get("isDdl"):
                     continue
                 pos = (r["batchId"], r["seq"])
