@@ -14,7 +14,13 @@ that floor without changing what the job does:
 * **C1 only** (``-XX:TieredStopAtLevel=1``) for a *small* run: the JIT's optimizing compiler
   (C2) pays off only for code that runs long; a run that applies a few thousand rows is over
   before C2's work returns. ``sluice run``/``sync`` know the pending volume before the JVM
-  starts (:func:`driver_java_options`); a large run keeps the default tiered compilation.
+  starts (:func:`driver_java_options`).
+* **Later C2** (``-XX:CompileThresholdScaling=10``) for a *large* run: tiered compilation with
+  its thresholds ten times higher. With the default ones the JIT compiled Spark's planner and
+  scheduler code, warm but short, for each of a backlog's many jobs: 5.7 CPU seconds of C1 and
+  C2 threads in a 22 s sync on 2 cores, where scanned segments leave the JVM little else to do.
+  The plan's row loops (JSON, shuffle, sort) run millions of times and still reach C2; C1 only
+  made that path 40% slower (docs/benchmarks.md, backlog).
 * **No generated code** for a *small* run (:data:`SMALL_SQL_CONF`): Spark SQL compiles Java
   source for each plan (whole-stage code generation, Janino) before it runs a row; for a few
   thousand rows, interpreting the same expressions costs less than compiling them (a 1000-row
@@ -42,6 +48,8 @@ from pathlib import Path
 LOG_OPTS = ("-Xlog:disable", "-Xlog:all=warning:stderr", "-Xlog:cds*=off:stderr")
 #: JIT settings for a short run (C1 only)
 SMALL_OPTS = ("-XX:TieredStopAtLevel=1",)
+#: JIT settings for a large run: C2 for code that runs long, not for the planner's warm code
+LARGE_OPTS = ("-XX:CompileThresholdScaling=10",)
 ARCHIVE_PREFIX = "spark-"
 #: Spark SQL settings of a small run's session: expressions interpreted, no Java generated and
 #: compiled (``factoryMode`` is Spark's switch between generated and interpreted projections)
@@ -106,14 +114,17 @@ def archive_path(home: Path | None = None) -> Path | None:
 
 
 def driver_java_options(small: bool, home: Path | None = None, *, archive: bool = True) -> list[str]:
-    """The driver JVM's options for a run: the archive when there is one, C1 only when ``small``.
-    ``SLUICE_JVM_ARCHIVE=0`` / ``SLUICE_JVM_SMALL=0`` turn either off (benchmarks compare)."""
+    """The driver JVM's options for a run: the archive when there is one, C1 only when ``small``,
+    later C2 when not. ``SLUICE_JVM_ARCHIVE=0`` / ``SLUICE_JVM_SMALL=0`` / ``SLUICE_JVM_LARGE=0``
+    turn each off (benchmarks compare)."""
     opts: list[str] = []
     path = archive_path(home) if archive and os.environ.get("SLUICE_JVM_ARCHIVE", "1") != "0" else None
     if path is not None:
         opts += [f"-XX:SharedArchiveFile={path}", *LOG_OPTS]
     if small and os.environ.get("SLUICE_JVM_SMALL", "1") != "0":
         opts += list(SMALL_OPTS)
+    elif not small and os.environ.get("SLUICE_JVM_LARGE", "1") != "0":
+        opts += list(LARGE_OPTS)
     return opts
 
 

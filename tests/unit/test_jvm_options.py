@@ -40,15 +40,18 @@ def test_the_archive_key_follows_the_jvm_and_the_jars(tmp_path, monkeypatch):
     assert jvm.archive_path(home).name.startswith("spark-")
     monkeypatch.setenv("JAVA_HOME", str(tmp_path / "nojdk"))
     monkeypatch.setenv("PATH", "")
-    assert jvm.archive_key(home) is None and jvm.driver_java_options(False, home) == []
+    assert jvm.archive_key(home) is None and jvm.driver_java_options(False, home) == list(jvm.LARGE_OPTS)
 
 
 def test_options_archive_small_and_the_users_last(tmp_path, monkeypatch):
     home, java = _spark_home(tmp_path), _java(tmp_path)
     monkeypatch.setenv("JAVA_HOME", str(java.parent.parent))
     monkeypatch.setenv("SLUICE_CDS_DIR", str(tmp_path / "cds"))
-    assert jvm.driver_java_options(False, home) == []
+    assert jvm.driver_java_options(False, home) == ["-XX:CompileThresholdScaling=10"]
     assert jvm.driver_java_options(True, home) == ["-XX:TieredStopAtLevel=1"]
+    monkeypatch.setenv("SLUICE_JVM_LARGE", "0")
+    assert jvm.driver_java_options(False, home) == []
+    monkeypatch.delenv("SLUICE_JVM_LARGE")
     os.makedirs(tmp_path / "cds")
     archive = tmp_path / "cds" / f"spark-{jvm.archive_key(home)}.jsa"
     archive.write_bytes(b"archive")
