@@ -34,3 +34,18 @@ def test_without_an_installed_package_nothing_moves(tmp_path):
     z = _pkg(tmp_path / "opt")
     path = [str(z), "/usr/lib/python3/dist-packages"]
     assert prefer_installed(path) == path
+
+
+def test_the_daemons_collection_after_each_task_is_a_young_one(monkeypatch):
+    """PySpark's daemon calls ``gc.collect()`` after every task of a reused worker; through
+    YoungCollections that collects generations 0 and 1 only, and the rest of ``gc`` is the real one."""
+    import gc
+
+    from pipeline.job.pydaemon import YoungCollections
+
+    asked = []
+    monkeypatch.setattr(gc, "collect", lambda generation=2: asked.append(generation) or 0)
+    young = YoungCollections()
+    young.collect()
+    assert asked == [1]
+    assert young.isenabled is gc.isenabled and young.get_threshold() == gc.get_threshold()
