@@ -16,7 +16,7 @@ import re
 import time
 from contextlib import closing, nullcontext
 from dataclasses import dataclass, field, replace
-from functools import reduce
+from functools import partial, reduce
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
@@ -33,7 +33,7 @@ from pipeline.job.partition import JobContext, apply_function
 from pipeline.job.plan import partitioned_changes, segments
 from pipeline.job.refusals import Refusal, find, refusal_error
 from pipeline.job.rounds import RoundSizer, follower_error, follower_of, units
-from pipeline.job.scan import RoundFiles, ScanPlan, scan_plan
+from pipeline.job.scan import RoundFiles, RoundFrame, ScanPlan, scan_plan
 from pipeline.job.schema import RESULT_SCHEMA
 from pipeline.job.session import codegen_for_round
 from pipeline.retry import first_line
@@ -172,17 +172,17 @@ def run_sync(cfg: Config, group_id: str, spark: SparkSession, *, max_batches: in
             nparts = round_partitions(nrows, partitions, cfg)
             codegen_for_round(spark, nrows, cfg.spark.smallRows)
             log.info("round", group=group_id, batches=f"{ids[0]}..{ids[-1]}", rows=nrows, partitions=nparts)
-            dml = store.frame(spark, batches, ordered=nparts == 1)
+            dml = RoundFrame(partial(store.frame, spark, batches, ordered=nparts == 1))
             in_order = store.in_order(batches)
             if changes.dropped:  # acked without being applied: counted for the summary
-                mapped.count_skipped(dml, changes.dropped, summary.unmapped)
+                mapped.count_skipped(dml.frame(), changes.dropped, summary.unmapped)
             barriers, ddl_positions, waived = _barriers(store, batches, dml, plan, records, found_waivers)
             if waived:  # refused changes a repair made good: the repair wrote their tables past them
-                dml = dml.where(~reduce(lambda a, b: a | b, [(F.col("batchId") == b) & (F.col("seq") == q)
-                                                              for b, q in waived]))
+                dml.where(~reduce(lambda a, b: a | b, [(F.col("batchId") == b) & (F.col("seq") == q)
+                                                       for b, q in waived]))
             cuts = segments(barriers)
             if len(cuts) > 1:
-                dml = dml.persist()  # read once, cut several times
+                dml.persist()  # read once, cut several times (if the plan reads it at all)
             round_dir = dead.new_round(ids[0], ids[-1]) if dead is not None else None
             files = RoundFiles(store, batches)
             try:
@@ -196,7 +196,8 @@ def run_sync(cfg: Config, group_id: str, spark: SparkSession, *, max_batches: in
                                          **_test_hooks(), **dl, **lineage,
                                          applied_from=_applied_from(cfg, group_id, store, batches))
                         scan = scan_plan(files, seg, plan.routes, keys, nparts, waived, cfg.spark.scan)
-                        _run_segment(spark, dml, seg, plan, ctx, nparts, summary, keys, in_order, scan)
+                        _run_segment(spark, None if scan is not None else dml.frame(), seg, plan, ctx, nparts,
+                                     summary, keys, in_order, scan)
                         if round_dir is not None:  # later segments wait behind these keys too
                             blocked = blocked | {(e["mapping"], e["table"], e["key"])
                                                  for e in dead.round_entries(round_dir)}
@@ -325,7 +326,7 @@ def _count_in(seg, positions: list[tuple[int, int]]) -> int:
     return sum(1 for p in positions if _inside(seg, p))
 
 
-def _barriers(store: GroupLog, batches, dml, plan: GroupPlan, rows: list[dict] | None = None,
+def _barriers(store: GroupLog, batches, dml: RoundFrame, plan: GroupPlan, rows: list[dict] | None = None,
               found_waivers: dict | None = None) -> tuple[list, list[tuple[int, int]]]:
     """The barriers of the round, in order: DDL lines that concern a mapping of the group (DML around
     them is cut), and the first change the group refuses (:mod:`pipeline.job.refusals`), after which
@@ -336,6 +337,7 @@ def _barriers(store: GroupLog, batches, dml, plan: GroupPlan, rows: list[dict] |
     (on the driver); a store written before that was recorded is scanned with Spark (DDL only).
     """
     if rows is None:  # the job's row schema has no event time (``es``): a DDL scanned here has none
+        dml = dml.frame()
         cols = ["batchId", "seq", "database", "table", "type", "sql", *(["es"] if "es" in dml.columns else [])]
         rows = [r.asDict() for r in (dml.where(F.coalesce(F.col("isDdl"), F.lit(False)))
                                      .select(*cols).orderBy("batchId", "seq").collect())]

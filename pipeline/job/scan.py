@@ -77,6 +77,40 @@ class RoundFiles:
                      if (start is None or b >= start[0]) and (end is None or b <= end[0]))
 
 
+class RoundFrame:
+    """The round's DataFrame (:meth:`~pipeline.store.changelog.ChangeLog.frame`), made when first
+    asked for: a round whose segments all scan (:mod:`pipeline.job.scan`) reads its files itself
+    (verified once, by :class:`RoundFiles`) and builds none. ``where`` and
+    ``persist`` apply in the order given, when it is made or at once if it was."""
+
+    def __init__(self, make):
+        self._make, self._df, self._steps = make, None, []
+
+    def frame(self):
+        if self._df is None:
+            df = self._make()
+            for step in self._steps:
+                df = step(df)
+            self._df = df
+        return self._df
+
+    def where(self, cond) -> None:
+        self._step(lambda df: df.where(cond))
+
+    def persist(self) -> None:
+        self._step(lambda df: df.persist())
+
+    def _step(self, step) -> None:
+        if self._df is None:
+            self._steps.append(step)
+        else:
+            self._df = step(self._df)
+
+    def unpersist(self) -> None:
+        if self._df is not None:
+            self._df.unpersist()
+
+
 def scan_plan(files: RoundFiles, segment: Any, routes: list[Route], keys: KeyPlan | None, partitions: int,
               waived: list[tuple[int, int]], enabled: bool = True) -> ScanPlan | None:
     """The segment as a :class:`ScanPlan`, or None where the JVM's plan must run it: one partition
