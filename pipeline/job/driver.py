@@ -185,6 +185,8 @@ def run_sync(cfg: Config, group_id: str, spark: SparkSession, *, max_batches: in
                 dml.persist()  # read once, cut several times (if the plan reads it at all)
             round_dir = dead.new_round(ids[0], ids[-1]) if dead is not None else None
             files = RoundFiles(store, batches)
+            if files.local:
+                files.verify()
             try:
                 for si, seg in enumerate(cuts):
                     if any(b.records < 0 for b in batches) or _dml_lines(seg, batches) > _count_in(seg, ddl_positions):
@@ -337,9 +339,9 @@ def _barriers(store: GroupLog, batches, dml: RoundFrame, plan: GroupPlan, rows: 
     (on the driver); a store written before that was recorded is scanned with Spark (DDL only).
     """
     if rows is None:  # the job's row schema has no event time (``es``): a DDL scanned here has none
-        dml = dml.frame()
-        cols = ["batchId", "seq", "database", "table", "type", "sql", *(["es"] if "es" in dml.columns else [])]
-        rows = [r.asDict() for r in (dml.where(F.coalesce(F.col("isDdl"), F.lit(False)))
+        df = dml.frame()
+        cols = ["batchId", "seq", "database", "table", "type", "sql", *(["es"] if "es" in df.columns else [])]
+        rows = [r.asDict() for r in (df.where(F.coalesce(F.col("isDdl"), F.lit(False)))
                                      .select(*cols).orderBy("batchId", "seq").collect())]
     out, positions, waived = [], [], []
     for r in rows:

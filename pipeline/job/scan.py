@@ -69,10 +69,15 @@ class RoundFiles:
         self.rows = sum(b.rows for b in batches)
         self._paths: dict[int, str] | None = None
 
-    def between(self, start: tuple[int, int] | None, end: tuple[int, int] | None) -> tuple[str, ...]:
-        """The files of the batches a segment from ``start`` to ``end`` can hold lines of."""
+    def verify(self) -> None:
+        """Check every file of the round (size and sha256) once, before anything of it runs: a
+        corrupt batch refuses the round up front, not after a DDL barrier ahead of it was applied."""
         if self._paths is None:
             self._paths = dict(zip([b.batch_id for b in self.batches], self.store.paths(self.batches), strict=True))
+
+    def between(self, start: tuple[int, int] | None, end: tuple[int, int] | None) -> tuple[str, ...]:
+        """The files of the batches a segment from ``start`` to ``end`` can hold lines of."""
+        self.verify()
         return tuple(p for b, p in self._paths.items()
                      if (start is None or b >= start[0]) and (end is None or b <= end[0]))
 
