@@ -360,6 +360,42 @@ def test_damaged_batch_file(deploy, damage):
         dep.converge(row)
 
 
+def test_corrupt_batch_behind_a_ddl_barrier(deploy):
+    """A mirror's pending round holds a DDL barrier (``DROP COLUMN pad`` of sbtest1) and, in a later
+    batch, changes made after it; that later batch's file gets a byte changed. Sync refuses the
+    whole round before anything of it runs: exit 2 naming the file, nothing acked, and the
+    barrier's DDL not replayed (the target keeps ``pad``). A round that applied its verified DDL
+    first and met the corruption after would leave the target's schema ahead of the cursor.
+    Recovery as documented (``store recapture --from`` the damaged batch), then it converges."""
+    with reported("batch file corrupted behind a DDL barrier") as row:
+        dep = deploy("mariadb")
+        dep.converge(SimpleNamespace())  # sysbench's tables: created, loaded and acked on the target
+        before = dep.cursor()
+        _ddls_on_the_source(dep)
+        dep.capture()
+        barrier = dep.last_batch()
+        assert any(m.ddl for m in dep.store().batches(since=before)), "no DDL among the pending batches"
+        with sysbench.connect(dep.source, dep.db) as c, c.cursor() as cur:
+            cur.execute("UPDATE sbtest1 SET c = CONCAT('behind the barrier ', id) WHERE id <= 40")
+        dep.capture()
+        victim = next(m for m in dep.store().batches(since=barrier) if m.rows > 0)
+        path = Path(victim.path)
+        good = path.read_bytes()
+        mid = len(good) // 2
+        path.write_bytes(good[:mid] + bytes([good[mid] ^ 0x5A]) + good[mid + 1:])
+        failed = dep.sync(check=False)
+        text = failed.stdout + failed.stderr
+        assert failed.returncode == 2, text
+        assert path.name in text and "corrupt" in text, text
+        assert dep.cursor() == before, "acked part of a round with a corrupt batch"
+        assert "pad" in dep.target_columns("sbtest1"), "the barrier's DDL ran ahead of the corrupt batch"
+        rc = _sluice_rc("store", "recapture", "--config", str(dep.cfg), "--from", str(victim.batch_id))
+        assert rc == 0
+        row.detail = f"batch {victim.batch_id} (after the DDL's batch {barrier}): exit 2, DDL not run; recaptured"
+        dep.converge(row)
+        assert dep.target_columns("sbtest1") == dep.source_columns("sbtest1") == ["id", "k", "c"]
+
+
 def _sluice_rc(*args: str) -> int:
     import subprocess
 
