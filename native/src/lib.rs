@@ -185,5 +185,6 @@ fn sluice_binlog(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<producer::TxProducer>()?;
     m.add("KafkaNativeError", m.py().get_type::<producer::KafkaNativeError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("SOURCE_HASH", env!("SLUICE_NATIVE_SOURCE"))?;
     Ok(())
 }

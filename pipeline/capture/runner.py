@@ -29,6 +29,7 @@ from sluice_common.logs import get_logger, register_secret
 from . import fresh
 from .batcher import Batcher
 from .identity import Resume, resolve_start, stamp
+from .native import load
 from .position import Position
 from .reader import BinlogReader, ReaderOptions
 from .rowcodec import CodecCache
@@ -83,6 +84,7 @@ def run_capture(cfg: Config, *, follow: bool = False, max_batches: int | None = 
     position (:mod:`pipeline.capture.fresh`)."""
     src = cfg.source
     register_secret(src.password.reveal())
+    load()  # a native decoder built from other sources is refused before anything is read or recorded
     store: CaptureLog = open_store(cfg)  # imports the store's module (e.g. the Kafka client): start-up, not capture
     t0 = time.monotonic()
     store.check_writable()
