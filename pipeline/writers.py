@@ -31,7 +31,7 @@ work on them, one transaction each::
 * **close**: :meth:`close` after success, :meth:`abort` on every other exit path.
 
 What stays with the callers: which changes make a chunk, dead-letter isolation and its store
-(:mod:`pipeline.job.chunks`), the DDL barrier (:mod:`pipeline.job.driver`), the replay's bookkeeping
+(:mod:`pipeline.job.chunks`), the DDL barrier (:mod:`pipeline.job.barriers`), the replay's bookkeeping
 (:mod:`pipeline.ops.deadletter`), the repair's compare (:mod:`pipeline.repair.task`). Pipeline code
 reaches a writer only through this module (tests/unit/test_capabilities.py).
 """

@@ -141,12 +141,12 @@ def test_one_mapping_with_two_routes_keys_each_table_by_its_own_columns(spark):
 def test_segments_without_dml_are_recognised():
     from types import SimpleNamespace as NS
 
-    from pipeline.job.driver import _count_in, _dml_lines
+    from pipeline.job.barriers import count_in, dml_lines
 
     batches = [NS(batch_id=1, records=4), NS(batch_id=2, records=3)]
     ddl = [(1, 1), (1, 2), (2, 0)]
     segs = segments([NS(seq=(b, s, 0)) for b, s in ddl])
-    counts = [(_dml_lines(s, batches), _count_in(s, ddl)) for s in segs]
+    counts = [(dml_lines(s, batches), count_in(s, ddl)) for s in segs]
     # (-,1,1): line 1.0 is DML; (1.1,1.2): nothing; (1.2,2.0): 1.3; (2.0,-): 2.1, 2.2
     assert counts == [(1, 0), (0, 0), (1, 0), (2, 0)]
 

@@ -9,7 +9,7 @@ import re
 import pytest
 import yaml
 
-from pipeline.job.driver import ApplyFailed
+from pipeline.job.segment import ApplyFailed
 from sluice_common import exitcodes
 from sluice_common.errors import (
     ConfigError,

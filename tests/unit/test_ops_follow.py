@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from pipeline.config import parse_config
-from pipeline.job.driver import ApplyFailed
+from pipeline.job.segment import ApplyFailed
 from pipeline.ops.follow import MAX_BACKOFF, Follower, mapping_files
 from pipeline.ops.metrics import prometheus_text
 from pipeline.ops.status import group_status

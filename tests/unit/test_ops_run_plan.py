@@ -10,7 +10,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from pipeline.config import parse_config
-from pipeline.job.driver import ApplyFailed
+from pipeline.job.segment import ApplyFailed
 from pipeline.ops.report import render, svg_chart
 from pipeline.ops.run import EXIT_FAILED, EXIT_INVALID, EXIT_LOCKED, EXIT_NOTHING, EXIT_OK, run_once
 from pipeline.ops.status import binlog_behind, deployment_status, group_status, last_event_ms
