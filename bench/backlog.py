@@ -1,7 +1,7 @@
 """A backlog of OLTP traffic applied by a parallel MariaDB replica and by Sluice, same range, same run.
 
     .venv/bin/python bench/backlog.py [--tables 4] [--table-size 20000] [--seconds 45] [--threads 4]
-        [--partitions 2] [--lanes 1[,2,4]] [--repeat 1] [--round-rows N] [--serial] [--record]
+        [--partitions 2] [--lanes 1[,2,4]] [--repeat 1] [--round-rows N] [--serial] [--plain] [--record]
 
 Needs ``scripts/services start mariadb mariadb-target mariadb-replica``. On the source MariaDB a
 fresh, empty database gets sysbench's tables (``--tables`` x ``--table-size``, prepare: CREATE TABLE,
@@ -20,6 +20,9 @@ an empty database of its own MariaDB (issue 38, point 1):
   the slowest partition's time in its Python worker). ``--lanes 1,2,4 --repeat 2`` syncs the same
   captured range again per value (``spark.applyLanes``), each time into a fresh database, cursor back
   to 0, the round sizer's memory removed;
+* with ``--plain`` Sluice's connections are plain text like the replica's link (``MASTER_SSL=0``):
+  ``source.ssl: {disabled: true}`` and the target's ``tls.mode: disable``; by default it takes the TLS
+  both servers offer (capture decrypts the binlog stream, the writers encrypt their statements);
 * **serial** (``--serial``): ``mariadb-binlog --start-position --stop-position | mariadb`` into a
   database of its own on the target (``--rewrite-db``), the single-threaded replay.
 
@@ -116,6 +119,8 @@ def main() -> int:
     ap.add_argument("--round-rows", type=int, default=None,
                     help="spark.roundRows of the deployment (default: the config's default)")
     ap.add_argument("--serial", action="store_true", help="also a serial replay: mariadb-binlog | mariadb")
+    ap.add_argument("--plain", action="store_true", help="Sluice without TLS to the source and the target, as "
+                    "the replica's link (MASTER_SSL=0); by default Sluice takes the TLS both servers offer")
     ap.add_argument("--keep", action="store_true",
                     help="keep the databases and the deployment's store (else only its logs stay)")
     ap.add_argument("--record", action="store_true", help="append the result to docs/benchmarks.md")
@@ -146,7 +151,7 @@ def main() -> int:
         with load.phase():
             replica_s = run_replica(rep, src, start, end)
         print(f"replica: {replica_s:.1f} s")
-        cfg = write_deployment(tmp, src, dst, db, f"{db}_p0", args.partitions, lanes[0], args.round_rows)
+        cfg = write_deployment(tmp, src, dst, db, f"{db}_p0", args.partitions, lanes[0], args.round_rows, args.plain)
         sysbench.create_database(dst, f"{db}_p0")
         quiesce(dst)
         with load.phase():
@@ -157,7 +162,7 @@ def main() -> int:
         for i, n in enumerate(x for x in lanes for _ in range(args.repeat)):
             target = f"{db}_p{i}"
             if i:
-                cfg = write_deployment(tmp, src, dst, db, target, args.partitions, n, args.round_rows)
+                cfg = write_deployment(tmp, src, dst, db, target, args.partitions, n, args.round_rows, args.plain)
                 sysbench.create_database(dst, target)
                 timed(sluice_cmd("store", "set-cursor", "--config", str(cfg), "--group", "g", "--to", "0"), env)
             shutil.rmtree(tmp / "store" / "rounds", ignore_errors=True)  # each pass sizes its rounds afresh

@@ -84,9 +84,11 @@ def run_serial(src: dict, dst: dict, start: Position, end: Position, db: str, in
 
 
 def write_deployment(tmp: Path, src: dict, dst: dict, db: str, target: str, partitions: int, lanes: int,
-                     round_rows: int | None = None) -> Path:
+                     round_rows: int | None = None, plain: bool = False) -> Path:
     """``tmp/sluice.yml``: group ``g`` mirrors ``db`` into ``target`` on ``dst`` (``local[P]``,
-    ``spark.partitions: P``; ``spark.applyLanes`` when > 1); the store in ``tmp/store``."""
+    ``spark.partitions: P``; ``spark.applyLanes`` when > 1); the store in ``tmp/store``. ``plain``:
+    no TLS to the source (``source.ssl: {disabled: true}``) nor to the target (``tls.mode: disable``),
+    as the replica's link (``MASTER_SSL=0``)."""
     (tmp / "mappings").mkdir(exist_ok=True)
     mirror = {"dataSourceKey": "defaultDS", "destination": db, "groupId": "g", "outerAdapterKey": "tgt",
               "dbMapping": {"mirrorDb": True, "database": db, "targetDb": target}}
@@ -95,14 +97,15 @@ def write_deployment(tmp: Path, src: dict, dst: dict, db: str, target: str, part
              **({"roundRows": round_rows} if round_rows is not None else {})}
     cfg = {"source": {"name": db, "host": src["host"], "port": src["port"], "user": src["user"],
                       "password": src["password"], "serverId": 7600 + os.getpid() % 300,
-                      "filter": {"include": rf"{db}\..*"}},
+                      "filter": {"include": rf"{db}\..*"}, **({"ssl": {"disabled": True}} if plain else {})},
            "srcDataSources": {"defaultDS": {"url": f"jdbc:mysql://{src['host']}:{src['port']}/{db}",
                                             "username": src["user"], "password": src["password"]}},
            "store": {"path": str(tmp / "store")},
            "groups": [{"groupId": "g", "mappings": ["mappings/mirror.yml"], "outerAdapters": [{
                "name": "rdb", "key": "tgt", "properties": {
                    "jdbc.url": f"jdbc:mysql://{dst['host']}:{dst['port']}/{target}",
-                   "jdbc.username": dst["user"], "jdbc.password": dst["password"]}}]}],
+                   "jdbc.username": dst["user"], "jdbc.password": dst["password"],
+                   **({"tls.mode": "disable"} if plain else {})}}]}],
            "spark": spark}
     (tmp / "sluice.yml").write_text(yaml.safe_dump(cfg, sort_keys=False))
     return tmp / "sluice.yml"

@@ -44,8 +44,9 @@ ENV_OVERRIDES = {
     "SLUICE_SPARK_MASTER": ("spark", "master"),
     "SLUICE_KAFKA_BOOTSTRAP": ("store", "kafka", "bootstrap.servers"),
 }
-#: pymysql ``ssl`` keys accepted in ``source.ssl`` (a key password is not supported: use an unencrypted key file)
-SSL_KEYS = ("ca", "capath", "cert", "key", "cipher", "check_hostname", "verify_mode")
+#: pymysql ``ssl`` keys accepted in ``source.ssl`` (a key password is not supported: use an unencrypted key file),
+#: and ``disabled`` (true: never TLS, pymysql's ``ssl_disabled``; alone)
+SSL_KEYS = ("ca", "capath", "cert", "key", "cipher", "check_hostname", "verify_mode", "disabled")
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 #: ssl keys whose value is a file path or a cipher list (a string), and the verify modes pymysql
 #: knows by name (any other word silently means its default: no verification without a CA)
@@ -151,8 +152,8 @@ class SourceConfig(_Frozen):
     resumeBy: Literal["auto", "gtid", "file"] = "auto"
     heartbeatSeconds: Seconds = Field(5.0, gt=0)
     connectTimeout: Seconds = Field(10.0, gt=0)
-    #: pymysql's ssl dict (SSL_KEYS; docs/security.md); each value is checked below, so that an
-    #: error names ``source.ssl`` and the key, never a type of a union
+    #: pymysql's ssl dict (SSL_KEYS; docs/security.md), or ``{disabled: true}`` (plain text); each value is
+    #: checked below, so that an error names ``source.ssl`` and the key, never a type of a union
     ssl: dict[str, Any] | None = None
 
     @field_validator("ssl")
@@ -168,11 +169,17 @@ class SourceConfig(_Frozen):
                 raise ValueError(f"ssl.verify_mode must be one of {', '.join(VERIFY_MODES)}, got {repr(value)[:40]}")
             if k == "verify_mode":
                 v = {**v, k: value.strip().lower()}  # pymysql compares the lower-cased text as it is
-            if k == "check_hostname" and not isinstance(value, bool):
+            if k in ("check_hostname", "disabled") and not isinstance(value, bool):
                 flag = str(value).strip().lower()
                 if flag not in ("true", "false", "yes", "no", "1", "0"):
-                    raise ValueError(f"ssl.check_hostname must be true or false, got {repr(value)[:40]}")
+                    raise ValueError(f"ssl.{k} must be true or false, got {repr(value)[:40]}")
                 v = {**v, k: flag in ("true", "yes", "1")}  # pymysql would take the string "false" as true
+        if v and "disabled" in v:
+            others = [k for k in v if k != "disabled"]
+            if v["disabled"] and others:
+                raise ValueError(f"ssl.disabled: true (never TLS) excludes the other ssl keys ({', '.join(others)})")
+            if not v["disabled"]:  # the default: TLS when the server offers it
+                v = {k: v[k] for k in others}
         return v
 
 

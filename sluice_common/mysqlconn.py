@@ -20,10 +20,13 @@ UTC_SESSION = "SET time_zone = '+00:00'"
 
 def params(host: str, port: int, user: str, password: Secret, connect_timeout: float,
            ssl: Mapping[str, Any] | None) -> dict[str, Any]:
-    """pymysql's arguments for a server: address, credentials, connect timeout and TLS (if any).
+    """pymysql's arguments for a server: address, credentials, connect timeout and TLS (if any; none
+    at all, not even tried, for ``{"disabled": True}``).
     The password goes as its UTF-8 bytes (:meth:`Secret.utf8`: pymysql would send a ``str`` as Latin-1)."""
     kw: dict[str, Any] = {"host": host, "port": port, "user": user, "password": password.utf8(),
                           "connect_timeout": connect_timeout}
-    if ssl:
+    if ssl and ssl.get("disabled"):  # ``source.ssl: {disabled: true}``: plain text, not even tried
+        kw["ssl_disabled"] = True
+    elif ssl:
         kw["ssl"] = dict(ssl)
     return kw

@@ -91,3 +91,24 @@ def test_every_step_connects_over_tls_to_a_source_that_requires_it(dep, mariadb,
     assert table_rows(mariadb, db, "e") == table_rows(mariadb_target, f"{db}_copy", "e")
     out = sluice("verify", "--config", cfg, "--json", check=False)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+
+
+def test_source_ssl_disabled_connects_in_plain_text(mariadb):
+    """``source.ssl: {disabled: true}``: the source connections (the binlog dump's too: the same
+    settings) are plain text on a server that offers TLS; without it they are encrypted."""
+    from pipeline.config import parse_config
+    from pipeline.source.connect import connect
+
+    def cipher(ssl: dict | None) -> str:
+        src = {"host": mariadb["host"], "port": mariadb["port"], "user": mariadb["user"],
+               "password": mariadb["password"], **({"ssl": ssl} if ssl is not None else {})}
+        conn = connect(parse_config({"source": src}, "sluice.yml", env={}).source)
+        try:
+            with conn.cursor() as cur:
+                cur.execute("SHOW SESSION STATUS LIKE 'Ssl_cipher'")
+                return (cur.fetchone() or ("", ""))[1]
+        finally:
+            conn.close()
+
+    assert cipher(None), "the suite's MariaDB offers TLS and pymysql takes it by default"
+    assert cipher({"disabled": True}) == ""

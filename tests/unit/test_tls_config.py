@@ -44,7 +44,22 @@ def test_source_ssl_keys_and_flags():
     assert parse_config({}, F, env={}).source.ssl is None
 
 
+def test_source_ssl_disabled_is_plain_text_not_even_tried():
+    """``source.ssl: {disabled: true}`` (a trusted network, like a replica's default MASTER_SSL=0):
+    pymysql's ``ssl_disabled``, on every source connection; ``disabled: false`` is the default."""
+    from pipeline.source.connect import settings
+
+    cfg = parse_config({"source": {"ssl": {"disabled": "yes"}}}, F, env={})
+    assert cfg.source.ssl == {"disabled": True}
+    kw = settings(cfg.source)
+    assert kw["ssl_disabled"] is True and "ssl" not in kw
+    default = parse_config({"source": {"ssl": {"disabled": False, "ca": "/etc/ca.pem"}}}, F, env={})
+    assert default.source.ssl == {"ca": "/etc/ca.pem"} and "ssl_disabled" not in settings(default.source)
+
+
 @pytest.mark.parametrize("ssl_section, problem", [
+    ({"disabled": True, "ca": "/x"}, "ssl.disabled: true (never TLS) excludes the other ssl keys (ca)"),
+    ({"disabled": "maybe"}, "ssl.disabled must be true or false"),
     ({"cafile": "/x"}, "unknown ssl key 'cafile'"),
     ({"password": "pw"}, "unknown ssl key 'password'"),
     ({"check_hostname": "maybe"}, "must be true or false"),
