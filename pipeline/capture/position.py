@@ -64,7 +64,11 @@ class GtidState:
         """The state as text (cached until the next ``add``)."""
         if self._stale:
             if self.flavor == "mariadb":
-                self._text = ",".join(self._domains[d] for d in sorted(self._domains, key=int)) or None
+                domains = self._domains
+                if len(domains) == 1:  # one replication domain (the usual case): once per transaction
+                    self._text = next(iter(domains.values()))
+                else:
+                    self._text = ",".join(domains[d] for d in sorted(domains, key=int)) or None
             else:
                 self._text = str(self._set) if self._set is not None else None
             self._stale = False
