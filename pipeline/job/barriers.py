@@ -94,7 +94,7 @@ def before_refusal(batches: list, records: list[dict], plan: GroupPlan, found_wa
 
 
 def apply_ddl(plan: GroupPlan, ddl: DdlChange, scope: str = "", charsets: SourceCharsetsReader | None = None,
-               retries: int = 5, backoff_max: float = 20.0) -> None:
+              retries: int = 5, backoff_max: float = 20.0) -> None:
     """Apply a barrier DDL (or TRUNCATE) to the targets of the mappings it concerns; a
     TransientError (the target restarting) is retried with backoff like a chunk (replaying a
     DDL is idempotent: its ledger, its "already applied" errors; TRUNCATE is). A ``CREATE TABLE ...

@@ -155,6 +155,9 @@ def run_sync(cfg: Config, group_id: str, spark: SparkSession, *, max_batches: in
                 batches = before_refusal(batches, records, plan, found_waivers)
                 records = [r for r in records if r["batchId"] <= batches[-1].batch_id]
             size, tr = units(batches), time.monotonic()
+            files = RoundFiles(store, batches)
+            if files.local:  # a corrupt batch refuses the round before anything of it runs or is recorded
+                files.verify()
             sizer.begin(size)
             ids = [b.batch_id for b in batches]
             nrows = sum(b.rows for b in batches)
@@ -173,9 +176,6 @@ def run_sync(cfg: Config, group_id: str, spark: SparkSession, *, max_batches: in
             if len(cuts) > 1:
                 dml.persist()  # read once, cut several times (if the plan reads it at all)
             round_dir = dead.new_round(ids[0], ids[-1]) if dead is not None else None
-            files = RoundFiles(store, batches)
-            if files.local:
-                files.verify()
             try:
                 for si, seg in enumerate(cuts):
                     if any(b.records < 0 for b in batches) or dml_lines(seg, batches) > count_in(seg, ddl_positions):
@@ -188,7 +188,7 @@ def run_sync(cfg: Config, group_id: str, spark: SparkSession, *, max_batches: in
                                          applied_from=_applied_from(cfg, group_id, store, batches))
                         scan = scan_plan(files, seg, plan.routes, keys, nparts, waived, cfg.spark.scan)
                         run_segment(spark, None if scan is not None else dml.frame(), seg, plan, ctx, nparts,
-                                     summary, keys, in_order, scan)
+                                    summary, keys, in_order, scan)
                         if round_dir is not None:  # later segments wait behind these keys too
                             blocked = blocked | {(e["mapping"], e["table"], e["key"])
                                                  for e in dead.round_entries(round_dir)}

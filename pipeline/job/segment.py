@@ -30,7 +30,7 @@ class ApplyFailed(SluiceError):
 
 
 def run_segment(spark, dml, seg, plan: GroupPlan, ctx: JobContext, nparts: int, summary: SyncSummary,
-                 keys=None, in_order: bool = True, scan: ScanPlan | None = None) -> None:
+                keys=None, in_order: bool = True, scan: ScanPlan | None = None) -> None:
     """One Spark job for one DML segment: the plan's partitions (:mod:`pipeline.job.plan`), or with
     ``scan`` one task per partition that reads the round's files itself (:mod:`pipeline.job.scan`)."""
     t0 = time.monotonic()

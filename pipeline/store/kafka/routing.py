@@ -16,7 +16,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -211,13 +210,10 @@ class Router:
 def _native_place():  # noqa: ANN202 - the extension's function, or None
     """``sluice_binlog.kafka_place`` when the native extension is built and not turned off
     (``SLUICE_CAPTURE_NATIVE=0``, as for capture's decoder)."""
-    if os.environ.get("SLUICE_CAPTURE_NATIVE", "1").lower() in ("0", "false", "no", "off"):
-        return None
-    try:
-        import sluice_binlog
-    except ImportError:
-        return None
-    return getattr(sluice_binlog, "kafka_place", None)
+    from pipeline.native import load
+
+    module = load()
+    return getattr(module, "kafka_place", None) if module is not None else None
 
 
 @lru_cache(maxsize=4096)
