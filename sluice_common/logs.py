@@ -66,6 +66,39 @@ def _not_py4j(record: logging.LogRecord) -> bool:
     return not (record.name.startswith("py4j") or f"{os.sep}py4j{os.sep}" in (record.pathname or ""))
 
 
+class _Printer(structlog.PrintLogger):
+    """structlog's PrintLogger, except that a line that cannot be written is dropped instead of
+    raised into the work that logged it: a Spark Python worker whose stderr pipe Spark closed (its
+    daemon died, the JVM still hands it tasks) would otherwise fail every chunk it logs about, round
+    after round, with ``BrokenPipeError`` (:func:`worker_sink`)."""
+
+    def msg(self, message: str) -> None:
+        try:
+            super().msg(message)
+        except (BrokenPipeError, ValueError):  # the reader is gone / the stream was closed
+            pass
+
+    log = debug = info = warn = warning = msg
+    fatal = failure = err = error = critical = exception = msg
+
+
+def _printer_factory(file):
+    def make(*_args) -> _Printer:
+        return _Printer(file)
+    return make
+
+
+def worker_sink() -> None:
+    """In a Spark Python worker (a process the CLI's :func:`configure` never ran in): structlog's
+    defaults, but lines go to stderr through :class:`_Printer`. structlog's default prints to
+    stdout, and a worker orphaned by its daemon's death (the JVM goes on handing it tasks) has a
+    stdout whose reader the JVM closed: every line raised ``BrokenPipeError`` into the task, and the
+    group's rounds failed until Spark replaced the worker (13 minutes in the chaos soak, seed 40).
+    Once per process; a no-op where logging was configured."""
+    if not structlog.is_configured():
+        structlog.configure(logger_factory=_printer_factory(sys.stderr))
+
+
 def configure(level: str | None = None, json_lines: bool | None = None) -> None:
     """Set up structlog (stderr). SLUICE_LOG_LEVEL / SLUICE_LOG_JSON override."""
     level = (level or os.environ.get("SLUICE_LOG_LEVEL", "INFO")).upper()
@@ -87,7 +120,7 @@ def configure(level: str | None = None, json_lines: bool | None = None) -> None:
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level)),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=_printer_factory(sys.stderr),
         cache_logger_on_first_use=False,
     )
 

@@ -30,6 +30,7 @@ from pipeline.job.chunks import ChunkRunner
 from pipeline.job.partition import JobContext, result_batch
 from pipeline.retry import doubling, retrying
 from sluice_common.errors import SluiceError, TransientError
+from sluice_common.logs import worker_sink
 
 READ_RETRIES = 5
 
@@ -215,6 +216,7 @@ def load_function(ctx: EtlContext):
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark import TaskContext
 
+        worker_sink()  # a line the worker cannot write is dropped, never this task's error
         tc = TaskContext.get()
         pid = tc.partitionId() if tc else 0
         for batch in batches:

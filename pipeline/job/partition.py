@@ -23,6 +23,7 @@ from adapters.base import ApplyStats, Change
 from pipeline.job.chunks import ChunkRunner
 from pipeline.job.feed import Decoded, Feed, Pipe, changes, check_order, group_keys
 from sluice_common.errors import SluiceError
+from sluice_common.logs import worker_sink
 
 RESULT_FIELDS = [("partition", pa.int32()), ("ok", pa.bool_()), ("rows", pa.int64()), ("stats", pa.string()),
                  ("error", pa.string()), ("error_table", pa.string()), ("error_key", pa.string()),
@@ -86,6 +87,7 @@ def apply_function(ctx: JobContext, counters=None, scan=None):
     def apply_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark import TaskContext
 
+        worker_sink()  # a line the worker cannot write is dropped, never this task's error
         tc = TaskContext.get()
         pid = tc.partitionId() if tc else 0
         t0 = time.monotonic()

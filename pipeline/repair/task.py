@@ -22,6 +22,7 @@ from pipeline.etl.progress import ProgressSink
 from pipeline.job.partition import JobContext
 from sluice_common.chunksql import Side, range_clause
 from sluice_common.errors import SluiceError
+from sluice_common.logs import worker_sink
 
 from .guard import ChunkGuard, typed_connection
 from .plan import RepairTable
@@ -206,6 +207,7 @@ def repair_function(ctx: RepairContext):
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark import TaskContext
 
+        worker_sink()  # a line the worker cannot write is dropped, never this task's error
         tc = TaskContext.get()
         pid = tc.partitionId() if tc else 0
         for batch in batches:
