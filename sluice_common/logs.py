@@ -68,7 +68,7 @@ def _not_py4j(record: logging.LogRecord) -> bool:
 
 class _Printer(structlog.PrintLogger):
     """structlog's PrintLogger, except that a line that cannot be written is dropped instead of
-    raised into the work that logged it: a Spark Python worker whose stderr pipe Spark closed (its
+    raised into the work that logged it: a Spark Python worker whose output pipe Spark closed (its
     daemon died, the JVM still hands it tasks) would otherwise fail every chunk it logs about, round
     after round, with ``BrokenPipeError`` (:func:`worker_sink`)."""
 
