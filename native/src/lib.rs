@@ -123,7 +123,7 @@ impl Stream {
     fn items<'py>(&mut self, py: Python<'py>, limit: usize) -> PyResult<Bound<'py, PyList>> {
         let parser = &mut self.parser;
         let mut found = Vec::with_capacity(limit.min(4096));
-        let res = py.allow_threads(|| parser.items(limit, &mut found));
+        let res = py.detach(|| parser.items(limit, &mut found));
         let list = PyList::empty(py);
         for item in found {
             let (class, fields) = to_py(py, item)?;

@@ -114,7 +114,7 @@ pub fn place_all(py: Python<'_>, lines: &[PyBackedBytes], partitions: i64, datab
         out.messages.extend((0..lines.len()).map(|i| Placed { topic: t, part: 0, seq: i, body: Body::Line(i) }));
         return Ok(out);
     }
-    let heads: Vec<Option<kafka::Head>> = py.allow_threads(|| lines.iter().map(|l| kafka::head(l)).collect());
+    let heads: Vec<Option<kafka::Head>> = py.detach(|| lines.iter().map(|l| kafka::head(l)).collect());
     let mut index: HashMap<String, HashMap<String, usize>> = HashMap::new();
     let mut rules: Vec<(u8, Option<Vec<String>>)> = Vec::new();
     let mut table_topic: Vec<usize> = Vec::new();
@@ -135,7 +135,7 @@ pub fn place_all(py: Python<'_>, lines: &[PyBackedBytes], partitions: i64, datab
         };
         which.push(t as i64);
     }
-    let parts = py.allow_threads(|| partitions_of(lines, &heads, &which, &rules, is_ddl, partitions, database_hash));
+    let parts = py.detach(|| partitions_of(lines, &heads, &which, &rules, is_ddl, partitions, database_hash));
     for i in 0..lines.len() {
         if which[i] >= 0 && parts[i] >= 0 {
             out.messages.push(Placed { topic: table_topic[which[i] as usize], part: parts[i], seq: i, body: Body::Line(i) });

@@ -64,7 +64,7 @@ pub fn kafka_plan(py: Python<'_>, lines: Vec<PyBackedBytes>, ddl: HashSet<usize>
     let placement = place::place_all(py, &lines, partitions, database_hash, &is_ddl, &resolve, &fallback, fixed_topic)?;
     let topics = placement.topics;
     let placed = placement.messages;
-    Ok(py.allow_threads(|| {
+    Ok(py.detach(|| {
         let total: usize = placed.iter().map(|m| match &m.body {
             Body::Line(i) => lines[*i].len() + 32,
             Body::Owned(v) => v.len() + 32,
@@ -196,25 +196,25 @@ impl TxProducer {
     }
 
     fn init_transactions(&self, py: Python<'_>, seconds: f64) -> PyResult<()> {
-        py.allow_threads(|| self.inner.init_transactions(timeout(seconds))).map_err(raise)
+        py.detach(|| self.inner.init_transactions(timeout(seconds))).map_err(raise)
     }
 
     fn begin_transaction(&self, py: Python<'_>) -> PyResult<()> {
-        py.allow_threads(|| self.inner.begin_transaction()).map_err(raise)
+        py.detach(|| self.inner.begin_transaction()).map_err(raise)
     }
 
     fn commit_transaction(&self, py: Python<'_>, seconds: f64) -> PyResult<()> {
-        py.allow_threads(|| self.inner.commit_transaction(timeout(seconds))).map_err(raise)
+        py.detach(|| self.inner.commit_transaction(timeout(seconds))).map_err(raise)
     }
 
     fn abort_transaction(&self, py: Python<'_>, seconds: f64) -> PyResult<()> {
-        py.allow_threads(|| self.inner.abort_transaction(timeout(seconds))).map_err(raise)
+        py.detach(|| self.inner.abort_transaction(timeout(seconds))).map_err(raise)
     }
 
     /// Queue messages `[start, stop)` of `plan`, in order, waiting while the local queue is full.
     fn produce_plan(&self, py: Python<'_>, plan: &Plan, start: usize, stop: usize) -> PyResult<()> {
         let stop = stop.min(plan.messages.len());
-        py.allow_threads(|| {
+        py.detach(|| {
             for i in start..stop {
                 let (topic, part, end, mark) = plan.messages[i];
                 let begin = if i == 0 { 0 } else { plan.messages[i - 1].2 };
@@ -227,7 +227,7 @@ impl TxProducer {
     /// Queue one message; `mark`: report its offset under this number.
     #[pyo3(signature = (topic, partition, value, mark=None))]
     fn produce(&self, py: Python<'_>, topic: &str, partition: i32, value: &[u8], mark: Option<usize>) -> PyResult<()> {
-        py.allow_threads(|| self.send(topic, partition, value, mark.map_or(0, |m| m + 1)))
+        py.detach(|| self.send(topic, partition, value, mark.map_or(0, |m| m + 1)))
     }
 
     /// Send what is queued now (linger.ms does not apply while flushing) and wait until every
@@ -237,7 +237,7 @@ impl TxProducer {
     fn flush(&self, py: Python<'_>, seconds: f64) -> i32 {
         let ms = (seconds.max(0.0) * 1000.0).min(i32::MAX as f64) as i32;
         let ptr = self.inner.client().native_ptr() as usize;
-        py.allow_threads(|| {
+        py.detach(|| {
             // SAFETY: the handle lives as long as `self`; rd_kafka_flush is thread-safe
             unsafe { rdsys::rd_kafka_flush(ptr as *mut rdsys::rd_kafka_t, ms) };
             self.inner.in_flight_count()
