@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import zoneinfo
 from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
@@ -155,6 +156,22 @@ class SourceConfig(_Frozen):
     #: pymysql's ssl dict (SSL_KEYS; docs/security.md), or ``{disabled: true}`` (plain text); each value is
     #: checked below, so that an error names ``source.ssl`` and the key, never a type of a union
     ssl: dict[str, Any] | None = None
+    #: the source host's operating-system zone by name (what its ``SYSTEM`` time zone is), needed only
+    #: to replay into a mirror a DDL statement that ran in a SYSTEM zone with daylight saving time
+    #: (pipeline/job/zones.py); checked against the source's offsets
+    systemTimeZone: str | None = None
+
+    @field_validator("systemTimeZone")
+    @classmethod
+    def _zone(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        try:
+            zoneinfo.ZoneInfo(v)
+        except (ValueError, zoneinfo.ZoneInfoNotFoundError):
+            raise ValueError(f"{v!r} is no time zone name this machine knows (an IANA name such as "
+                             "Europe/Berlin, from /usr/share/zoneinfo)") from None
+        return v
 
     @field_validator("ssl")
     @classmethod

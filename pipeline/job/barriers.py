@@ -14,10 +14,11 @@ from pyspark.sql import functions as F
 
 from adapters.base import Change, DdlChange
 from pipeline.job.collations import SourceCharsetsReader, source_charsets_reader
-from pipeline.job.definitions import source_time_zone, with_like_definition
+from pipeline.job.definitions import with_like_definition
 from pipeline.job.group import GroupPlan
 from pipeline.job.refusals import find
 from pipeline.job.scan import RoundFrame
+from pipeline.job.zones import ddl_time_zone
 from pipeline.retry import first_line
 from pipeline.writers import Lineage, Options, Writers
 from sluice_common.logs import get_logger
@@ -103,8 +104,7 @@ def apply_ddl(plan: GroupPlan, ddl: DdlChange, scope: str = "", charsets: Source
     midxs = plan.mappings_for(ddl.database, ddl.table)
     if any(getattr(plan.mappings[i].spec, "mirrorDb", False) for i in midxs):
         ddl = with_like_definition(plan.config.source, ddl)
-        if not ddl.time_zone or ddl.time_zone.upper() == "SYSTEM":
-            ddl = replace(ddl, time_zone=source_time_zone(plan.config.source, ddl.time_zone or None))
+        ddl = replace(ddl, time_zone=ddl_time_zone(plan.config, ddl))
     for midx in midxs:
         mapping = plan.mappings[midx]
 

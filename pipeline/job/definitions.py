@@ -28,48 +28,6 @@ from sluice_common.mysqltypes import quote_ident
 log = get_logger("sync")
 
 
-_ZONES: dict[tuple[str, int, bool], str] = {}
-
-
-def source_time_zone(source: SourceConfig, session_zone: str | None = None) -> str:
-    """The zone a mirror replays a DDL statement in (TIMESTAMP literals such as ``DEFAULT
-    '1970-01-01 00:00:01'``, an ``ADD COLUMN`` filling rows, mean an instant in it): the zone its
-    session had (``session_zone``, from the binlog's query event, which names it when the statement
-    used it), else the source's global one (``@@global.time_zone``; the statement used none, so any
-    zone gives the same result). ``SYSTEM`` (the source's operating system zone, which has no name to
-    hand the target) becomes its UTC offset when that is the same in January and July (no daylight
-    saving time); else, or when the source cannot be reached, "" (Sluice's UTC session), with a
-    warning. Read once per process."""
-    if session_zone and session_zone.upper() != "SYSTEM":
-        return session_zone
-    system = bool(session_zone)
-    key = (source.host, source.port, system)
-    if key not in _ZONES:
-        try:
-            conn = connect(source, session=("SET time_zone = 'SYSTEM'",) if system else ())
-        except Exception as e:  # noqa: BLE001 - a SourceError: DDL is replayed in UTC, as before
-            log.warning("source time zone unknown: DDL is replayed in UTC", error=str(e).splitlines()[0])
-            return ""
-        try:
-            with conn.cursor() as cur:
-                cur.execute("SELECT @@session.time_zone, 43200 - UNIX_TIMESTAMP('1970-01-01 12:00:00'), "
-                            "993945600 + 43200 - UNIX_TIMESTAMP('2001-07-01 12:00:00')")
-                zone, winter, summer = cur.fetchone()
-        finally:
-            conn.close()
-        zone = str(zone)
-        if zone.upper() == "SYSTEM":
-            if winter == summer:
-                sign, off = ("+" if winter >= 0 else "-"), abs(int(winter))
-                zone = f"{sign}{off // 3600:02d}:{off % 3600 // 60:02d}"
-            else:
-                log.warning("the source's time zone is SYSTEM with daylight saving time, which has no name to hand "
-                            "the target: DDL is replayed in UTC (TIMESTAMP literals in DDL may differ)")
-                zone = ""
-        _ZONES[key] = zone
-    return _ZONES[key]
-
-
 def with_like_definition(source: SourceConfig, ddl: DdlChange) -> DdlChange:
     """``ddl`` with ``like`` set when it is a ``CREATE TABLE ... LIKE`` of another database's table
     (see the module docstring); any other statement as it is."""

@@ -1,0 +1,61 @@
+"""Which zone a mirror replays a DDL statement in when the binlog says it ran in ``SYSTEM``
+(pipeline/job/zones.py): an exact zone or a refusal naming ``source.systemTimeZone``, never UTC."""
+
+from __future__ import annotations
+
+import pytest
+
+from adapters.base import DdlChange
+from pipeline.config import parse_config
+from pipeline.job.zones import ddl_time_zone, offset_text, system_zone, zone_offsets
+from sluice_common.errors import ConfigError, SourceError
+
+DDL = DdlChange("ALTER", "shop", "t", "ALTER TABLE t ADD c TIMESTAMP NOT NULL DEFAULT '2001-03-25 02:30:00'",
+                time_zone="SYSTEM")
+
+
+def _cfg(zone: str | None = None, port: int = 1):
+    source = {"host": "127.0.0.1", "port": port, "connectTimeout": 2}  # port 1: nothing listens
+    if zone is not None:
+        source["systemTimeZone"] = zone
+    return parse_config({"source": source}, "sluice.yml")
+
+
+def test_offsets_of_named_zones():
+    assert zone_offsets("Europe/Berlin") == (3600, 7200)
+    assert zone_offsets("Asia/Kolkata") == (19800, 19800)
+    assert offset_text(19800) == "+05:30" and offset_text(-12600) == "-03:30" and offset_text(0) == "+00:00"
+
+
+def test_a_system_zone_with_one_offset_all_year_is_that_offset():
+    assert system_zone(_cfg(), DDL, (19800, 19800)) == "+05:30"
+
+
+def test_a_system_zone_with_dst_is_refused_naming_the_statement_and_the_setting():
+    with pytest.raises(ConfigError) as e:
+        system_zone(_cfg(), DDL, (3600, 7200))
+    assert e.value.key == "source.systemTimeZone" and e.value.file == "sluice.yml"
+    assert "shop.t" in str(e.value) and "ALTER TABLE t ADD c" in str(e.value) and "Nothing was acked" in str(e.value)
+    assert "set source.systemTimeZone in sluice.yml" in e.value.hint
+    # the fix, followed: the zone by name
+    assert system_zone(_cfg("Europe/Berlin"), DDL, (3600, 7200)) == "Europe/Berlin"
+
+
+def test_a_named_zone_that_is_not_the_sources_is_refused():
+    with pytest.raises(ConfigError) as e:
+        system_zone(_cfg("Europe/London"), DDL, (3600, 7200))
+    assert e.value.key == "source.systemTimeZone" and "Europe/London" in str(e.value) and "UTC+01:00" in str(e.value)
+
+
+def test_an_unreachable_source_fails_the_ddl_unless_the_zone_is_named():
+    with pytest.raises(SourceError) as e:
+        ddl_time_zone(_cfg(), DDL)
+    assert "SYSTEM time zone" in str(e.value) and "nothing was acked" in str(e.value)
+    assert "source.systemTimeZone" in e.value.hint
+    assert ddl_time_zone(_cfg("Europe/Berlin"), DDL) == "Europe/Berlin"
+
+
+def test_a_named_session_zone_is_used_as_it_is_and_no_zone_needs_no_source():
+    named = DdlChange("ALTER", "shop", "t", "x", time_zone="America/New_York")
+    assert ddl_time_zone(_cfg(), named) == "America/New_York"
+    assert ddl_time_zone(_cfg(), DdlChange("ALTER", "shop", "t", "x")) == ""  # unreachable: any zone is exact
