@@ -117,8 +117,9 @@ class Capabilities:
     #: store asks the targets where they stand) and ``Writer.record_position(mark)`` writes it on its
     #: own (``sluice bootstrap``), pipeline/job/positions.py
     positions: bool = False
-    #: replayed DDL reads the source's charset defaults through ``Writer.source_charsets`` (a
-    #: callable the driver sets before ``open``; DDL replayed as the source understood it)
+    #: replayed DDL reads the source's charset defaults through ``Writer.source_charsets`` and the
+    #: zone to run a statement in through ``Writer.ddl_time_zone`` (callables the driver sets before
+    #: ``open``; DDL replayed as the source understood it)
     source_charsets: bool = False
     #: the target holds foreign keys: ``Writer.check(cascades)`` takes the source's cascading foreign
     #: keys (in the target's names) that the target must have, because the binlog does not carry the

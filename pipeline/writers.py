@@ -69,6 +69,7 @@ class Options:
     applied_from: AppliedFrom | None = None  # None: ``track_position`` is never called
     part: int = 0  # the partition that records ``applied_from``
     source_charsets: Callable[[], Any] | None = None  # a reader per writer made, for replayed DDL
+    ddl_time_zone: Callable[[Any], str] | None = None  # a replayed DDL's zone, asked only when it runs
     begin_each: bool = False  # ``open`` again at each try (the writer was opened already)
     #: on an executor: the driver's DDL epoch; the adapters drop their schema caches when it changed
     #: (``adapters.registry.reset_caches``). None: on the driver, whose DDL replay resets them itself
@@ -104,6 +105,8 @@ class Writers:
                 w.track_position(o.applied_from, o.part)
             if o.source_charsets is not None and can.source_charsets:
                 w.source_charsets = o.source_charsets()
+            if o.ddl_time_zone is not None and can.source_charsets:
+                w.ddl_time_zone = o.ddl_time_zone
             w.open()
         return w
 

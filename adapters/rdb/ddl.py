@@ -168,8 +168,9 @@ def apply_ddl(w: RdbWriter, route: RdbTable | None, ddl: DdlChange) -> None:
                 sql = charsets.rewrite(sql, ddl.kind, ddl.database, source, have, ddl.table)
                 collate = partial(charsets.rewrite, kind="CREATE", database=ddl.database, source=source, have=have,
                                   table=ddl.table)  # for a LIKE's scratch definition (adapters/rdb/like.py)
-            if ddl.time_zone:  # TIMESTAMP literals mean an instant in the source's zone
-                _time_zone(w, cur, ddl)
+            zone = w.ddl_time_zone(ddl) if w.ddl_time_zone is not None else ddl.time_zone
+            if zone:  # TIMESTAMP literals mean an instant in the source's zone
+                _time_zone(w, cur, ddl, zone)
             if ddl.es:  # the source's clock: CURRENT_TIMESTAMP in the statement is its start time
                 cur.execute(f"SET SESSION timestamp = {statement_time(ddl)}")
             try:
@@ -209,13 +210,13 @@ def apply_ddl(w: RdbWriter, route: RdbTable | None, ddl: DdlChange) -> None:
         conn.close()
 
 
-def _time_zone(w: RdbWriter, cur, ddl: DdlChange) -> None:
+def _time_zone(w: RdbWriter, cur, ddl: DdlChange, zone: str) -> None:
     try:
-        cur.execute("SET SESSION time_zone = %s", (ddl.time_zone,))
+        cur.execute("SET SESSION time_zone = %s", (zone,))
     except Exception as e:  # noqa: BLE001 - a raw DBAPI error: the zone is unknown to the target
         if w.dialect.error_code(e) != 1298:  # ER_UNKNOWN_TIME_ZONE
             raise
-        err = TargetError(f"replaying `{ddl.sql[:200]}` needs the source's time zone {ddl.time_zone}, which "
+        err = TargetError(f"replaying `{ddl.sql[:200]}` needs the source's time zone {zone}, which "
                           f"{w.target.label} does not know (its time zone tables are not loaded)",
                           hint="load them on the target: mariadb-tzinfo-to-sql /usr/share/zoneinfo | mariadb mysql "
                                "(MySQL: mysql_tzinfo_to_sql), then sync again")

@@ -63,6 +63,8 @@ class RdbWriter(Writer):
         self.progress: Progress | None = None  # positions of ordered tables (set by ``track``)
         #: the source's charset defaults for replayed DDL (set by the job's driver: a callable that reads them)
         self.source_charsets: Callable[[], SourceCharsets] | None = None
+        #: the zone a replayed DDL runs in (pipeline/job/zones.py), asked only for a statement that runs
+        self.ddl_time_zone: Callable[[DdlChange], str] | None = None
         self.applied: Applied | None = None  # the source position recorded with the rows (``track_position``)
         self.sequence = Sequencer(self)
 

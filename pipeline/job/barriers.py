@@ -8,7 +8,7 @@ driver (:func:`apply_ddl`) between the segments before and after it.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from functools import partial
 
 from pyspark.sql import functions as F
 
@@ -104,7 +104,6 @@ def apply_ddl(plan: GroupPlan, ddl: DdlChange, scope: str = "", charsets: Source
     midxs = plan.mappings_for(ddl.database, ddl.table)
     if any(getattr(plan.mappings[i].spec, "mirrorDb", False) for i in midxs):
         ddl = with_like_definition(plan.config.source, ddl)
-        ddl = replace(ddl, time_zone=ddl_time_zone(plan.config, ddl))
     for midx in midxs:
         mapping = plan.mappings[midx]
 
@@ -138,7 +137,7 @@ def _apply_ddl_to(plan: GroupPlan, midx: int, ddl: DdlChange, scope: str, charse
             writer.apply_ddl(mapping, ddl)
 
     ws = Writers(plan, Options(retries=retries, backoff_max=backoff_max, lineage=Lineage(scope),
-                               source_charsets=reader))
+                               source_charsets=reader, ddl_time_zone=partial(ddl_time_zone, plan.config)))
     try:
         ws.transaction(midx, work, before_sleep=before_sleep)
     finally:

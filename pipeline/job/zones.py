@@ -4,23 +4,31 @@ A TIMESTAMP literal in DDL (``DEFAULT '1970-01-01 00:00:01'``, the value an ``AD
 gives every existing row, which no row event carries) is an instant in the statement's session zone.
 The binlog names that zone with the statement when the statement used it (capture's ``timeZone``,
 the query event's ``Q_TIME_ZONE_CODE``); a statement that used none gives the same result in any
-zone. Named zones and offsets are handed to the target as they are. ``SYSTEM`` -- the source's
-operating-system zone -- has no name the target could be given, so it is resolved exactly or the
-statement is refused by name:
+zone (the source's global zone is taken where it has a name or one offset, else UTC). Named zones
+and offsets are handed to the target as they are. ``SYSTEM`` -- the source's operating-system zone
+-- has no name the target could be given, so it is resolved exactly or the statement is refused:
 
-* its UTC offset (``+05:30``) when the source's zone has one offset all year (the source is asked
-  for it in January and July);
-* ``source.systemTimeZone`` when the operator named the zone (it must have the source's offsets in
-  January and July, checked when the source can be reached);
+* its UTC offset (``+05:30``) when the source's zone had that one offset at every probe: noon of
+  the first of every month from 1971 to next year (one query; a zone with daylight saving time, or
+  one that moved, such as Europe/London's all-year summer time of 1968-71, has several);
+* ``source.systemTimeZone`` when the operator named the zone: it must give the source's offset at
+  every probe (checked when the source can be reached; used as named when it cannot);
 * else a refusal naming the statement and that setting -- never a replay in another zone, which would
   give the mirror other instants than the source's (or refuse a literal the other zone skips at a DST
   change). A source that cannot be reached to tell its zone fails the sync (nothing acked; retried).
+
+The zone is asked for only when a statement is replayed (``RdbWriter.ddl_time_zone``, called by
+adapters/rdb/ddl.py after its own checks): a statement a target does not replay, or replayed
+already, needs none.
 """
 
 from __future__ import annotations
 
+import calendar
 import zoneinfo
-from datetime import datetime
+from datetime import date, datetime
+
+import pymysql
 
 from adapters.base import DdlChange
 from pipeline.config import Config
@@ -30,11 +38,13 @@ from sluice_common.logs import get_logger
 
 log = get_logger("sync")
 
-#: local noon of these days, as Unix time if the zone were UTC: the source's offsets are told by them
-_WINTER, _SUMMER = ("1970-01-01 12:00:00", 43200), ("2001-07-01 12:00:00", 993945600 + 43200)
+#: (host, port, system) -> the source's global zone, or its SYSTEM zone's offset at each probe
+_ZONES: dict[tuple[str, int, bool], str | tuple[int, ...]] = {}
 
-#: (host, port, system) -> the zone (or the SYSTEM zone's offsets), read once per process
-_ZONES: dict[tuple[str, int, bool], str | tuple[int, int]] = {}
+
+def probes() -> list[datetime]:
+    """Noon of the first of every month, 1971 to next year (local times; all after the epoch)."""
+    return [datetime(y, m, 1, 12) for y in range(1971, date.today().year + 2) for m in range(1, 13)]
 
 
 def offset_text(seconds: int) -> str:
@@ -43,27 +53,37 @@ def offset_text(seconds: int) -> str:
     return f"{sign}{off // 3600:02d}:{off % 3600 // 60:02d}"
 
 
-def zone_offsets(name: str) -> tuple[int, int]:
-    """The named zone's UTC offsets (seconds) at local noon of the two days the source is asked about."""
+def zone_offsets(name: str, at: list[datetime]) -> tuple[int, ...]:
+    """The named zone's UTC offsets (seconds) at the local times ``at``."""
     tz = zoneinfo.ZoneInfo(name)
-    return tuple(int(datetime.strptime(local, "%Y-%m-%d %H:%M:%S").replace(tzinfo=tz).utcoffset().total_seconds())
-                 for local, _ in (_WINTER, _SUMMER))
+    return tuple(int(t.replace(tzinfo=tz).utcoffset().total_seconds()) for t in at)
 
 
-def _read(cfg: Config, system: bool) -> str | tuple[int, int]:
-    """The source's global zone, or (``system``) its SYSTEM zone's offsets in January and July."""
+def _read(cfg: Config, system: bool) -> str | tuple[int, ...]:
+    """The source's global zone, or (``system``) its SYSTEM zone's offset at each probe (SourceError
+    when the source cannot answer)."""
     key = (cfg.source.host, cfg.source.port, system)
     if key not in _ZONES:
-        conn = connect(cfg.source, session=("SET time_zone = 'SYSTEM'",) if system else ())
+        at = probes()
+        conn = connect(cfg.source)
         try:
             with conn.cursor() as cur:
-                cur.execute(f"SELECT @@session.time_zone, {_WINTER[1]} - UNIX_TIMESTAMP('{_WINTER[0]}'), "
-                            f"{_SUMMER[1]} - UNIX_TIMESTAMP('{_SUMMER[0]}')")
-                zone, winter, summer = cur.fetchone()
+                if system:
+                    cur.execute("SET time_zone = 'SYSTEM'")
+                cur.execute("SELECT @@session.time_zone, " + ", ".join(
+                    f"{calendar.timegm(t.timetuple())} - UNIX_TIMESTAMP('{t:%Y-%m-%d %H:%M:%S}')" for t in at))
+                zone, *offsets = cur.fetchone()
+        except pymysql.MySQLError as e:
+            raise SourceError(f"reading the source's time zone failed: {e}") from None
         finally:
             conn.close()
         zone = str(zone)
-        _ZONES[key] = (int(winter), int(summer)) if zone.upper() == "SYSTEM" else zone
+        if zone.upper() != "SYSTEM":
+            _ZONES[key] = zone
+        elif any(o is None for o in offsets):
+            raise SourceError("the source gave no Unix time for a local time of its SYSTEM zone")
+        else:
+            _ZONES[key] = tuple(int(o) for o in offsets)
     return _ZONES[key]
 
 
@@ -79,14 +99,15 @@ def ddl_time_zone(cfg: Config, ddl: DdlChange) -> str:
             log.warning("source time zone unknown: DDL is replayed in UTC (the statement used no zone)",
                         error=str(e).splitlines()[0])
             return ""
-        if isinstance(found, tuple):  # SYSTEM: its offset, the named zone, or (no exact one needed) UTC
-            return offset_text(found[0]) if found[0] == found[1] else (cfg.source.systemTimeZone or "")
+        if isinstance(found, tuple):  # SYSTEM: its one offset, else UTC (exact all the same)
+            return offset_text(found[0]) if len(set(found)) == 1 else ""
         return found
     return system_zone(cfg, ddl, None)
 
 
-def system_zone(cfg: Config, ddl: DdlChange, offsets: tuple[int, int] | None) -> str:
-    """The SYSTEM zone as a zone the target knows, or a refusal of ``ddl`` naming the setting."""
+def system_zone(cfg: Config, ddl: DdlChange, offsets: tuple[int, ...] | None) -> str:
+    """The SYSTEM zone as a zone the target knows, or a refusal of ``ddl`` naming the setting;
+    ``offsets``: the source's at each of :func:`probes` (None: read them)."""
     named = cfg.source.systemTimeZone
     what = f"`{ddl.sql[:200]}` on {ddl.database}.{ddl.table}"
     if offsets is None:
@@ -99,22 +120,24 @@ def system_zone(cfg: Config, ddl: DdlChange, offsets: tuple[int, int] | None) ->
                               f"source: {str(e).splitlines()[0]}; nothing was acked",
                               hint=f"start the source and sync again, or set source.systemTimeZone in {cfg.file} to "
                                    "the source host's zone by name (e.g. Europe/Berlin)") from None
-    winter, summer = offsets
+    at = probes()
     if named:
-        if zone_offsets(named) != (winter, summer):
-            w, s = (offset_text(x) for x in zone_offsets(named))
-            raise ConfigError(cfg.file, "source.systemTimeZone",
-                              f"is {named} (UTC{w} in January, UTC{s} in July), but the source's SYSTEM zone is "
-                              f"UTC{offset_text(winter)} / UTC{offset_text(summer)}; {what} ran in it",
-                              hint="set it to the zone of the source's host (timedatectl, /etc/timezone), or leave "
-                                   "it out when that zone has one offset all year")
+        theirs = zone_offsets(named, at)
+        for t, mine, source in zip(at, theirs, offsets, strict=True):
+            if mine != source:
+                raise ConfigError(cfg.file, "source.systemTimeZone",
+                                  f"is {named}, which is UTC{offset_text(mine)} at {t:%Y-%m-%d %H:%M}, but the "
+                                  f"source's SYSTEM zone is UTC{offset_text(source)} then; {what} ran in it",
+                                  hint="set it to the zone of the source's host (timedatectl, /etc/timezone), or "
+                                       "leave it out when that zone has had one offset since 1971")
         return named
-    if winter == summer:
-        return offset_text(winter)
+    if len(set(offsets)) == 1:
+        return offset_text(offsets[0])
+    low, high = min(offsets), max(offsets)
     raise ConfigError(cfg.file, "source.systemTimeZone",
-                      f"{what} ran in the source's SYSTEM time zone, which has daylight saving time "
-                      f"(UTC{offset_text(winter)} in January, UTC{offset_text(summer)} in July) and no name the "
-                      "target could be given; replayed in another zone its TIMESTAMP literals would mean other "
-                      "instants. Nothing was acked",
+                      f"{what} ran in the source's SYSTEM time zone, whose UTC offset changes (UTC"
+                      f"{offset_text(low)} to UTC{offset_text(high)} since 1971: daylight saving time, or a "
+                      "change of its rules), and which has no name the target could be given; replayed in one "
+                      "offset its TIMESTAMP literals would mean other instants. Nothing was acked",
                       hint=f"set source.systemTimeZone in {cfg.file} to the source host's zone by name (e.g. "
                            "Europe/Berlin: timedatectl or /etc/timezone there), then sync again")

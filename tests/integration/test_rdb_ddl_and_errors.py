@@ -210,3 +210,38 @@ def _catch(into: list, step) -> None:
         step()
     except BaseException as e:  # noqa: BLE001 - the test inspects it
         into.append(e)
+
+
+def test_the_zone_is_asked_only_for_a_statement_that_runs(maria, postgres):
+    """``RdbWriter.ddl_time_zone`` (pipeline/job/zones.py, which may refuse or need the source) is
+    called for a statement the target replays, and not for one it has replayed already, one of a
+    kind it does not replay, or on a target that replays no MySQL DDL."""
+    asked: list[str] = []
+
+    def zone(ddl: DdlChange) -> str:
+        asked.append(ddl.sql)
+        return "+05:30"
+
+    mirror = RdbTable(target_table="", target_schema=maria.schema, mirror_ddl=True)
+    maria.run(f"DROP TABLE IF EXISTS {maria.qt('z1')}")
+    create = DdlChange("CREATE", "srcdb", "z1", "CREATE TABLE z1 (id INT PRIMARY KEY, t TIMESTAMP NOT NULL "
+                       "DEFAULT '2001-01-01 05:30:00')", seq=(9, 1, 0), time_zone="SYSTEM")
+    w = make_writer(maria.target, (mirror,))
+    w.ddl_time_zone = zone
+    w.apply_ddl(mirror, create)
+    assert asked == [create.sql]
+    # replayed in +05:30: the default is the instant 2001-01-01 00:00:00 UTC
+    maria.run(f"INSERT INTO {maria.qt('z1')} (id) VALUES (1)")
+    assert maria.run(f"SELECT UNIX_TIMESTAMP(t) FROM {maria.qt('z1')}") == [(978307200,)]
+    w.apply_ddl(mirror, create)  # replayed already (the ledger)
+    w.apply_ddl(mirror, DdlChange("QUERY", "srcdb", "", "GRANT SELECT ON srcdb.* TO x", seq=(9, 2, 0)))
+    assert asked == [create.sql]
+    env = PgEnv(postgres)
+    try:
+        pg_mirror = RdbTable(target_table="", target_schema=env.schema, mirror_ddl=True)
+        pg = make_writer(env.target, (pg_mirror,))
+        pg.ddl_time_zone = zone
+        pg.apply_ddl(pg_mirror, DdlChange("CREATE", "s", "x", "CREATE TABLE x (i int)", time_zone="SYSTEM"))
+        assert asked == [create.sql]
+    finally:
+        env.drop()

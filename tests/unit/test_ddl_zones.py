@@ -1,5 +1,5 @@
 """Which zone a mirror replays a DDL statement in when the binlog says it ran in ``SYSTEM``
-(pipeline/job/zones.py): an exact zone or a refusal naming ``source.systemTimeZone``, never UTC."""
+(pipeline/job/zones.py): an exact zone or a refusal naming ``source.systemTimeZone``, never a guess."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 
 from adapters.base import DdlChange
 from pipeline.config import parse_config
-from pipeline.job.zones import ddl_time_zone, offset_text, system_zone, zone_offsets
+from pipeline.job.zones import ddl_time_zone, offset_text, probes, system_zone, zone_offsets
 from sluice_common.errors import ConfigError, SourceError
 
 DDL = DdlChange("ALTER", "shop", "t", "ALTER TABLE t ADD c TIMESTAMP NOT NULL DEFAULT '2001-03-25 02:30:00'",
@@ -21,30 +21,43 @@ def _cfg(zone: str | None = None, port: int = 1):
     return parse_config({"source": source}, "sluice.yml")
 
 
-def test_offsets_of_named_zones():
-    assert zone_offsets("Europe/Berlin") == (3600, 7200)
-    assert zone_offsets("Asia/Kolkata") == (19800, 19800)
-    assert offset_text(19800) == "+05:30" and offset_text(-12600) == "-03:30" and offset_text(0) == "+00:00"
+def _offsets(name: str) -> tuple[int, ...]:
+    """What a source whose host runs in ``name`` answers at each probe."""
+    return zone_offsets(name, probes())
 
 
-def test_a_system_zone_with_one_offset_all_year_is_that_offset():
-    assert system_zone(_cfg(), DDL, (19800, 19800)) == "+05:30"
+def test_offsets_and_probes():
+    at = probes()
+    assert at[0].year == 1971 and at[-1].month == 12 and len(at) % 12 == 0
+    assert set(_offsets("Europe/Berlin")) == {3600, 7200} and set(_offsets("Asia/Kolkata")) == {19800}
+    assert offset_text(19800) == "+05:30" and offset_text(-12600) == "-03:30" and offset_text(-1800) == "-00:30"
 
 
-def test_a_system_zone_with_dst_is_refused_naming_the_statement_and_the_setting():
+def test_a_system_zone_with_one_offset_since_1971_is_that_offset():
+    assert system_zone(_cfg(), DDL, _offsets("Asia/Kolkata")) == "+05:30"
+    assert system_zone(_cfg(), DDL, _offsets("Etc/GMT+3")) == "-03:00"
+
+
+@pytest.mark.parametrize("host_zone", ["Europe/Berlin", "Europe/London", "Pacific/Apia", "Africa/Casablanca"])
+def test_a_system_zone_whose_offset_changes_is_refused_naming_the_statement_and_the_setting(host_zone):
+    """Daylight saving time, or rules that moved (London's all-year summer time until late 1971,
+    Apia crossing the date line in 2011, Casablanca's +01 since 2018): no one offset is exact."""
     with pytest.raises(ConfigError) as e:
-        system_zone(_cfg(), DDL, (3600, 7200))
+        system_zone(_cfg(), DDL, _offsets(host_zone))
     assert e.value.key == "source.systemTimeZone" and e.value.file == "sluice.yml"
     assert "shop.t" in str(e.value) and "ALTER TABLE t ADD c" in str(e.value) and "Nothing was acked" in str(e.value)
     assert "set source.systemTimeZone in sluice.yml" in e.value.hint
-    # the fix, followed: the zone by name
-    assert system_zone(_cfg("Europe/Berlin"), DDL, (3600, 7200)) == "Europe/Berlin"
+    # the fix, followed: the host's zone by name
+    assert system_zone(_cfg(host_zone), DDL, _offsets(host_zone)) == host_zone
 
 
 def test_a_named_zone_that_is_not_the_sources_is_refused():
     with pytest.raises(ConfigError) as e:
-        system_zone(_cfg("Europe/London"), DDL, (3600, 7200))
-    assert e.value.key == "source.systemTimeZone" and "Europe/London" in str(e.value) and "UTC+01:00" in str(e.value)
+        system_zone(_cfg("Europe/London"), DDL, _offsets("Europe/Berlin"))
+    assert e.value.key == "source.systemTimeZone" and "Europe/London" in str(e.value)
+    assert "1971-11-01 12:00" in str(e.value)  # London's all-year summer time was Berlin's winter until then
+    with pytest.raises(ConfigError):  # one offset apart for a year only (Lisbon's CET of 1966-76)
+        system_zone(_cfg("Europe/Lisbon"), DDL, _offsets("Europe/London"))
 
 
 def test_an_unreachable_source_fails_the_ddl_unless_the_zone_is_named():
