@@ -13,8 +13,8 @@ import textwrap
 
 from tests.support.prereq import missing
 
-#: the thread returns from the extension while the main thread is finalizing (a module whose
-#: teardown takes a second keeps finalization open); the broker address refuses connections
+#: the thread returns from the extension (after 1 s) while the main thread is finalizing (a module
+#: whose teardown takes 3 s keeps finalization open); the broker address refuses connections
 SCRIPT = textwrap.dedent("""
     import os, sys, threading, time, types
     import sluice_binlog
@@ -23,14 +23,15 @@ SCRIPT = textwrap.dedent("""
         p = sluice_binlog.TxProducer([("bootstrap.servers", "127.0.0.1:1"), ("transactional.id", "t")])
         started.set()
         try:
-            p.init_transactions(0.5)
+            p.init_transactions(1.0)
         except Exception:
             pass
     threading.Thread(target=wait_in_native, daemon=True).start()
     started.wait()
+    time.sleep(0.2)  # the thread is inside init_transactions, the GIL released
     class Slow:
         def __del__(self, sleep=time.sleep):
-            sleep(1.5)
+            sleep(3)
     teardown = types.ModuleType("teardown")
     teardown.slow = Slow()
     sys.modules["teardown"] = teardown
