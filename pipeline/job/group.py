@@ -18,6 +18,7 @@ from pipeline.job.cascades import SourceFk, expected_cascades, read_source_fks
 from pipeline.job.collations import check_key_collations
 from pipeline.job.keyfold import KeyPlan
 from pipeline.job.routing import Route, routes_for
+from pipeline.job.zones import warn_of_system_zone
 from pipeline.mapping import DbMapping, Mapping, load_mappings
 from pipeline.source import catalog
 from sluice_common.errors import ConfigError, GrantError, SourceError, TargetMismatchError
@@ -103,6 +104,8 @@ class GroupPlan:
                 raise TargetMismatchError(e.message, hint=reload_hint(self, target, *missing)) from None
         if cascades is not None:  # the source answered, and every target did just now
             check_key_collations(self)
+            if any(getattr(m.spec, "mirrorDb", False) for m in self.mappings):
+                warn_of_system_zone(self.config)
         if cascades is not None and store is not None:  # every check passed with the source
             checked.remember(store.root, self.config, db)
 

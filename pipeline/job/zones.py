@@ -141,3 +141,20 @@ def system_zone(cfg: Config, ddl: DdlChange, offsets: tuple[int, ...] | None) ->
                       "offset its TIMESTAMP literals would mean other instants. Nothing was acked",
                       hint=f"set source.systemTimeZone in {cfg.file} to the source host's zone by name (e.g. "
                            "Europe/Berlin: timedatectl or /etc/timezone there), then sync again")
+
+
+def warn_of_system_zone(cfg: Config) -> None:
+    """Pre-flight, for a group with a mirror: warn when the source's global zone is a ``SYSTEM``
+    whose offset changed and ``source.systemTimeZone`` is not set, so the refusal of a statement
+    that uses it (above) is expected, not a surprise mid-stream (MySQL's default zone is SYSTEM)."""
+    if cfg.source.systemTimeZone:
+        return
+    try:
+        found = _read(cfg, False)
+    except SourceError:
+        return  # the source's own checks say so
+    if isinstance(found, tuple) and len(set(found)) > 1:
+        log.warning("the source's time zone is SYSTEM and its UTC offset changes: a mirrored DDL statement that "
+                    "uses it (a TIMESTAMP literal) will be refused until source.systemTimeZone names the zone",
+                    fix=f"set source.systemTimeZone in {cfg.file} to the source host's zone by name (e.g. "
+                        "Europe/Berlin)")

@@ -72,3 +72,26 @@ def test_a_named_session_zone_is_used_as_it_is_and_no_zone_needs_no_source():
     named = DdlChange("ALTER", "shop", "t", "x", time_zone="America/New_York")
     assert ddl_time_zone(_cfg(), named) == "America/New_York"
     assert ddl_time_zone(_cfg(), DdlChange("ALTER", "shop", "t", "x")) == ""  # unreachable: any zone is exact
+
+
+def test_pre_flight_warns_of_a_system_zone_whose_offset_changes():
+    from structlog.testing import capture_logs
+
+    from pipeline.job import zones
+
+    cfg = _cfg()
+    key = (cfg.source.host, cfg.source.port, False)
+    try:
+        for answer, warned in ((_offsets("Europe/Berlin"), True), (_offsets("Asia/Kolkata"), False),
+                               ("America/New_York", False)):
+            zones._ZONES[key] = answer  # what the source's global zone answered (cached per process)
+            with capture_logs() as logs:
+                zones.warn_of_system_zone(cfg)
+                zones.warn_of_system_zone(_cfg("Europe/Berlin"))  # named: nothing to warn of
+            assert [x["fix"] for x in logs] == (["set source.systemTimeZone in sluice.yml to the source host's zone "
+                                                 "by name (e.g. Europe/Berlin)"] if warned else [])
+    finally:
+        zones._ZONES.pop(key, None)
+    with capture_logs() as logs:
+        zones.warn_of_system_zone(cfg)  # unreachable: the source's own checks say so
+    assert logs == []
