@@ -5,7 +5,8 @@ sysbench (``oltp_write_only``, rate-limited) and the seeded key-conflicts worklo
 mid-stream; tests/support/workloads.py) write to the source while ``sluice run --follow`` applies
 into a MariaDB mirror. Every few seconds (seeded) one fault strikes:
 
-* kill -9 of the follower's process group, of its Spark JVM alone, of one PySpark worker;
+* kill -9 of the follower's process group, of its Spark JVM alone, of one PySpark process (a worker
+  or the daemon that forks them: the same command line);
 * SIGTERM to the follower; a restart of the target; a restart of the source (the writers reconnect);
 * the source KILLs the binlog dump connection;
 * a scheduled ``sluice run`` next to the follower (it must leave the group to the follower:
@@ -162,7 +163,7 @@ def _chaos(kind: str, request, tmp_path: Path, mariadb: dict, mariadb_target: di
         wait_for_source(mariadb)
 
     faults = [("kill -9 follower", follower.kill9), ("kill -9 JVM", lambda: kill_in_session("java")),
-              ("kill -9 PySpark worker", lambda: kill_in_session("pyspark")), ("SIGTERM", sigterm),
+              ("kill -9 PySpark worker or daemon", lambda: kill_in_session("pyspark")), ("SIGTERM", sigterm),
               ("target restart", lambda: service("restart", "mariadb-target")), ("source restart", source_restart),
               ("dump connection KILLed", lambda: kill_dump_threads(mariadb)), ("scheduled run", scheduled_run)]
     if kind == "kafka":
