@@ -1,7 +1,8 @@
 """Freshness of ``sluice run --follow``: seconds from a source commit until the row is in the target.
 
     nice -n -10 .venv/bin/python bench/follow_latency.py [--seconds 60] [--rate 0] [--tables 4] [--table-size 20000]
-        [--threads 4] [--every 0.5] [--es] [--capture-beside] [--replica | --replica-only] [--cold-start] [--record]
+        [--threads 4] [--every 0.5] [--partitions 2] [--es] [--capture-beside] [--replica | --replica-only]
+        [--cold-start] [--record]
 
 A fresh database on the source MariaDB gets sysbench's schema (``--tables`` tables of
 ``--table-size`` rows) and a ``probe`` table. The deployment mirrors the database into the target
@@ -90,7 +91,7 @@ def percentile(xs: list[float], q: float) -> float:
     return s[min(len(s) - 1, max(0, round(q * (len(s) - 1))))]
 
 
-def write_deployment(tmp: Path, src: dict, dst: dict, db: str, es: dict | None) -> Path:
+def write_deployment(tmp: Path, src: dict, dst: dict, db: str, es: dict | None, partitions: int = 2) -> Path:
     (tmp / "mappings").mkdir()
     mirror = {"dataSourceKey": "defaultDS", "destination": db, "groupId": "rdb", "outerAdapterKey": "tgt",
               "dbMapping": {"mirrorDb": True, "database": db, "targetDb": f"{db}_copy"}}
@@ -112,7 +113,7 @@ def write_deployment(tmp: Path, src: dict, dst: dict, db: str, es: dict | None) 
            "srcDataSources": {"defaultDS": {"url": f"jdbc:mysql://{src['host']}:{src['port']}/{db}",
                                             "username": src["user"], "password": src["password"]}},
            "store": {"path": str(tmp / "store")}, "groups": groups,
-           "spark": {"master": "local[2]", "partitions": 2}}
+           "spark": {"master": "local[2]", "partitions": partitions}}
     (tmp / "sluice.yml").write_text(yaml.safe_dump(cfg, sort_keys=False))
     return tmp / "sluice.yml"
 
@@ -186,6 +187,7 @@ def main() -> None:
     ap.add_argument("--tables", type=int, default=4)
     ap.add_argument("--table-size", type=int, default=20000)
     ap.add_argument("--threads", type=int, default=4)
+    ap.add_argument("--partitions", type=int, default=2, help="spark.partitions of the follower's deployment")
     ap.add_argument("--every", type=float, default=0.5, help="seconds between probes")
     ap.add_argument("--es", action="store_true", help="also an Elasticsearch target")
     ap.add_argument("--replica", action="store_true",
@@ -217,7 +219,7 @@ def main() -> None:
         sysbench.prepare(info, name, **shape)
         with connect(info, name, autocommit=True) as c, c.cursor() as cur:
             cur.execute("CREATE TABLE probe (id BIGINT AUTO_INCREMENT PRIMARY KEY, note VARCHAR(16))")
-    cfg = write_deployment(tmp, src, dst, db, es)
+    cfg = write_deployment(tmp, src, dst, db, es, args.partitions)
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
     sl = [sys.executable, "-m", "pipeline.cli"]
     subprocess.run([*sl, "capture", "--config", str(cfg), "--once"], check=True, cwd=REPO, env=env,

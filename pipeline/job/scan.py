@@ -5,7 +5,7 @@ for its key, hash-partition the rows (a shuffle), sort each partition and hand i
 worker over Arrow, where each row image is parsed again. On a 2-core machine those JVM stages
 cost more CPU than the apply (docs/benchmarks.md, backlog). When a segment needs nothing the
 JVM is for -- every change partitioned by its exact key (no ordered group, no folded ``_ci``
-key), several partitions, batches in local files every executor reads
+key), batches in local files every executor reads
 (``StoreCapabilities.local_files``) -- the driver runs it as ``spark.range(P)``, one task per
 partition, and each task (:func:`own_changes`):
 
@@ -19,6 +19,9 @@ partition, and each task (:func:`own_changes`):
 
 Every task parses the whole round (a JSON parse per line per partition); in exchange the JVM's
 parse, the shuffle, the sort and the Arrow transfer are gone, and each row image is parsed once.
+So partitions trade CPU for parallelism: one task parses each line once (on a machine whose cores
+are busy with other work, such as a primary beside the follower, that is the faster setting;
+docs/benchmarks.md, follower freshness).
 """
 
 from __future__ import annotations
@@ -118,12 +121,13 @@ class RoundFrame:
 
 def scan_plan(files: RoundFiles, segment: Any, routes: list[Route], keys: KeyPlan | None, partitions: int,
               waived: list[tuple[int, int]], enabled: bool = True) -> ScanPlan | None:
-    """The segment as a :class:`ScanPlan`, or None where the JVM's plan must run it: one partition
-    (it streams the lines in order without a shuffle already), an ordered group or a folded key in
-    the segment's key rules, a store whose batches are no local files, a round of more than
-    :data:`MAX_ROUND_ROWS` rows, or ``spark.scan: false``."""
+    """The segment as a :class:`ScanPlan`, or None where the JVM's plan must run it: an ordered group
+    or a folded key in the segment's key rules, a store whose batches are no local files, a round of
+    more than :data:`MAX_ROUND_ROWS` rows, or ``spark.scan: false``. One partition scans too: its
+    task parses each line once, against the JVM's parse and the Arrow transfer of the plan's stream
+    (a backlog's sync 44 -> 28 s; docs/benchmarks.md)."""
     keys = keys or KeyPlan()
-    if not enabled or partitions < 2 or keys.ordered or keys.folds or not files.local:
+    if not enabled or keys.ordered or keys.folds or not files.local:
         return None
     if files.rows > MAX_ROUND_ROWS:
         return None

@@ -310,7 +310,8 @@ def test_the_scan_gives_each_partition_what_the_plan_gives(spark, tmp_path, seed
     assert plan is not None and plan.paths == tuple(str(p) for p in paths)
     assert scan_plan(files, Segment((2, 5), None), routes, keys, 3, skip).paths == (str(paths[1]), str(paths[2]))
     assert scan_plan(files, seg, routes, KeyPlan(folds={(0, "t"): ()}), 3, skip) is None   # a folded key
-    assert scan_plan(files, seg, routes, keys, 1, skip) is None                           # one partition
+    one = scan_plan(files, seg, routes, keys, 1, skip)                                    # one partition: the
+    assert one is not None and one.partitions == 1                                        # task parses once
     assert scan_plan(RoundFiles(store, [NS(batch_id=1, rows=10**6)]), seg, routes, keys, 3, skip) is None
 
     from pipeline.job.scan import own_changes
@@ -341,4 +342,7 @@ def test_the_scan_gives_each_partition_what_the_plan_gives(spark, tmp_path, seed
                                pk_names=tuple(json.loads(r["pkNames"]) or ())), r["sub"])
             for _, r in _collect(df, routes, 3, seg, keys)]
     assert len(got) > 200 and sorted(got) == sorted(want)
+    alone = own_changes(one, 0)  # one task: every change, each key's in order, key-grouped rows last
+    check_order((False, "", (-1, -1, -1)), [x[2] for x in alone], 0, [x[3] for x in alone])
+    assert sorted(norm(midx, c, order[-1]) for order, midx, c, _ in alone) == sorted(want)
     assert any(x[1] == "INSERT" and x[7] == 1 for x in got)  # a moved key: DELETE (sub 0) + INSERT (sub 1)
