@@ -308,7 +308,7 @@ class SparkConfig(_Frozen):
     roundRows: Int = Field(100000, ge=0)
     #: ... and of about this many seconds at the rate recent rounds reached
     roundSeconds: Seconds = Field(10.0, gt=0)
-    #: a segment on several partitions whose keys all compare exactly, from a files store: each task
+    #: a segment whose keys all compare exactly (any number of partitions), from a files store: each task
     #: reads the round's files and keeps its own keys (no shuffle; pipeline/job/scan.py); false: Spark
     #: reads, splits and shuffles the rows (pipeline/job/plan.py)
     scan: bool = True

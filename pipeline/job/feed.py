@@ -126,7 +126,7 @@ def check_order(last: tuple, changes: list[Change], pid: int, hks: list | None =
         return keys[-1]
     bad = next(k for p, k in zip([last, *keys], keys, strict=False) if k < p)
     raise SluiceError(f"internal: change {bad[2]} reached partition {pid} out of order; nothing was acked",
-                      hint="report this; rerun with spark.partitions > 1")
+                      hint="report this; rerun with spark.scan: false (or, on the plan's path, spark.partitions > 1)")
 
 
 def group_keys(batch: pa.RecordBatch) -> list | None:

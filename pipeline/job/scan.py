@@ -14,8 +14,9 @@ partition, and each task (:func:`own_changes`):
 2. routes each line to the mappings that want its table, splits it into rows, and turns an UPDATE
    that changes the route's key into a DELETE of the old key and an INSERT of the new row;
 3. keeps the rows whose part key (mapping and key, as the plan's ``part``) hashes to its partition
-   (CRC-32: the same in every task), and sorts them as the plan sorts a partition: the rows of a
-   folding writer's key-grouped tables last, by key, then seq; the others by seq.
+   (CRC-32: the same in every task), and sorts them as the plan sorts a hash partition: the rows
+   of a folding writer's key-grouped tables last, by key, then seq; the others by seq (one
+   partition too, which the plan streams in seq order unsorted: each key's order is the same).
 
 Every task parses the whole round (a JSON parse per line per partition); in exchange the JVM's
 parse, the shuffle, the sort and the Arrow transfer are gone, and each row image is parsed once.
@@ -44,6 +45,9 @@ PIECE = 5000
 #: one task may get every row (one hot key, a ``concurrent: false`` mapping): rounds of more rows run
 #: the plan (``spark.roundRows`` is 100,000 by default; 0, unbounded rounds, mostly exceed it)
 MAX_ROUND_ROWS = 250_000
+#: ... and of batch files of at most this many bytes (wide rows: the objects take several times
+#: their JSON); a larger round runs the plan, whose one-partition stream holds a piece at a time
+MAX_ROUND_BYTES = 256 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -70,6 +74,7 @@ class RoundFiles:
         self.store, self.batches = store, batches
         self.local = bool(store.capabilities.local_files)
         self.rows = sum(b.rows for b in batches)
+        self.bytes = sum(getattr(b, "size", 0) for b in batches)
         self._paths: dict[int, str] | None = None
 
     def verify(self) -> None:
@@ -123,13 +128,13 @@ def scan_plan(files: RoundFiles, segment: Any, routes: list[Route], keys: KeyPla
               waived: list[tuple[int, int]], enabled: bool = True) -> ScanPlan | None:
     """The segment as a :class:`ScanPlan`, or None where the JVM's plan must run it: an ordered group
     or a folded key in the segment's key rules, a store whose batches are no local files, a round of
-    more than :data:`MAX_ROUND_ROWS` rows, or ``spark.scan: false``. One partition scans too: its
-    task parses each line once, against the JVM's parse and the Arrow transfer of the plan's stream
-    (a backlog's sync 44 -> 28 s; docs/benchmarks.md)."""
+    more than :data:`MAX_ROUND_ROWS` rows or :data:`MAX_ROUND_BYTES` bytes, or ``spark.scan: false``.
+    One partition scans too: its task parses each line once, against the JVM's parse and the Arrow
+    transfer of the plan's stream (a backlog's sync 44 -> 28 s; docs/benchmarks.md)."""
     keys = keys or KeyPlan()
     if not enabled or keys.ordered or keys.folds or not files.local:
         return None
-    if files.rows > MAX_ROUND_ROWS:
+    if files.rows > MAX_ROUND_ROWS or files.bytes > MAX_ROUND_BYTES:
         return None
     return ScanPlan(files.between(segment.start, segment.end), tuple(routes), partitions, frozenset(keys.by_key),
                     segment.start, segment.end, frozenset(waived))
@@ -271,6 +276,8 @@ def _split(r: dict, pos: tuple[int, int], routes: list[Route], plan: ScanPlan, p
 
 def _mine(prefix: str, key: str, n: int, pid: int) -> bool:
     """Does the part key ``prefix + key`` (the plan's ``part``) hash to partition ``pid`` of ``n``?"""
+    if n == 1:
+        return True
     return zlib.crc32((prefix + key).encode("utf-8", "surrogatepass")) % n == pid
 
 

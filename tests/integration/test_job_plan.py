@@ -313,6 +313,10 @@ def test_the_scan_gives_each_partition_what_the_plan_gives(spark, tmp_path, seed
     one = scan_plan(files, seg, routes, keys, 1, skip)                                    # one partition: the
     assert one is not None and one.partitions == 1                                        # task parses once
     assert scan_plan(RoundFiles(store, [NS(batch_id=1, rows=10**6)]), seg, routes, keys, 3, skip) is None
+    from pipeline.job.scan import MAX_ROUND_BYTES  # wide rows: the bytes bound the task's memory too
+
+    assert scan_plan(RoundFiles(store, [NS(batch_id=1, rows=10, size=MAX_ROUND_BYTES + 1)]), seg, routes, keys, 1,
+                     skip) is None
 
     from pipeline.job.scan import own_changes
 
