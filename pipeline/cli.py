@@ -37,6 +37,9 @@ def main(argv: list[str] | None = None) -> int:
         _register()
         return _run(argv)
     except SluiceError as e:
+        if _interrupted(e):  # e.g. the Spark job failed because Ctrl-C ended its JVM: nothing acked
+            _say("sluice: interrupted")
+            return INTERRUPTED
         _say(f"sluice: error: {e}")
         return e.exit_code
     except KeyboardInterrupt:

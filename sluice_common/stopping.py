@@ -24,8 +24,19 @@ def interrupt_on_sigterm() -> None:
     """SIGTERM from now on stops the command as Ctrl-C does (``sluice run`` and ``sluice sync``):
     ``KeyboardInterrupt`` in the main thread and :func:`request`, so the command exits 130 with
     nothing unacked lost, and its exit hooks run (pipeline/job/reaper.py ends the Spark JVM it
-    started, also one still launching in a thread); without it SIGTERM ends the process at once."""
+    started, also one still launching in a thread); without it SIGTERM ends the process at once.
+    Ctrl-C (SIGINT) calls :func:`request` too: its ``KeyboardInterrupt`` is as easily eaten by a
+    py4j call whose JVM the same Ctrl-C ended ("Answer from Java side is empty")."""
     signal.signal(signal.SIGTERM, _sigterm)
+    signal.signal(signal.SIGINT, _sigterm)
+
+
+def on_sigint() -> None:
+    """Ctrl-C as :func:`interrupt_on_sigterm` set it, if it did (a Spark session replaces it)."""
+    if signal.getsignal(signal.SIGTERM) is _sigterm:
+        signal.signal(signal.SIGINT, _sigterm)
+    else:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _sigterm(_signo, _frame) -> None:  # noqa: ANN001 - a signal handler

@@ -88,7 +88,9 @@ def _plain_sigint() -> None:
         return
     handler = signal.getsignal(signal.SIGINT)
     if callable(handler) and getattr(handler, "__module__", "").startswith("pyspark"):
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        from sluice_common import stopping
+
+        stopping.on_sigint()
 
 
 #: Spark loggers whose warnings say nothing about a sync: reading one batch file whose path has an

@@ -99,3 +99,36 @@ def test_an_error_an_interrupt_caused_exits_as_interrupted(monkeypatch, capsys):
         assert cli.main([]) == INTERRUPTED
     finally:
         stopping.clear()
+
+
+def test_a_job_that_failed_because_ctrl_c_ended_its_jvm_exits_as_interrupted(monkeypatch, capsys):
+    """Ctrl-C reaches the whole process group: the JVM dies, and the driver's py4j call can fail
+    ("Answer from Java side is empty", a SluiceError: the Spark job failed) before or instead of the
+    KeyboardInterrupt (CI of 7bcb34e: `sluice sync` exit 1). SIGINT asks for the stop as SIGTERM does,
+    so that error exits 130; without a stop asked for it stays an error."""
+    import signal
+
+    from pipeline import cli
+    from sluice_common import stopping
+    from sluice_common.errors import SluiceError
+    from sluice_common.exitcodes import FAILED, INTERRUPTED
+
+    def job_failed(argv):
+        raise SluiceError("the Spark job failed, nothing was acked: Answer from Java side is empty")
+
+    monkeypatch.setattr(cli, "_run", job_failed)
+    assert cli.main([]) == FAILED and "Answer from Java side" in capsys.readouterr().err
+    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    try:
+        stopping.interrupt_on_sigterm()
+        with pytest.raises(KeyboardInterrupt):
+            signal.getsignal(signal.SIGINT)(signal.SIGINT, None)  # what Ctrl-C runs
+        assert stopping.requested()
+        assert cli.main([]) == INTERRUPTED and "interrupted" in capsys.readouterr().err
+        signal.signal(signal.SIGINT, lambda *a: None)  # a Spark session's own handler ...
+        stopping.on_sigint()  # ... replaced by Sluice's again
+        assert signal.getsignal(signal.SIGINT) is signal.getsignal(signal.SIGTERM)
+    finally:
+        stopping.clear()
+        signal.signal(signal.SIGINT, before[0])
+        signal.signal(signal.SIGTERM, before[1])
