@@ -4,7 +4,8 @@ A TIMESTAMP literal in DDL (``DEFAULT '1970-01-01 00:00:01'``, the value an ``AD
 gives every existing row, which no row event carries) is an instant in the statement's session zone.
 The binlog names that zone with the statement when the statement used it (capture's ``timeZone``,
 the query event's ``Q_TIME_ZONE_CODE``); a statement that used none gives the same result in any
-zone (the source's global zone is taken where it has a name or one offset, else UTC). Named zones
+zone (the source's global zone is taken where it has a name or one offset, else UTC; UTC too when
+the target does not know that zone, adapters/rdb/ddl.py). Named zones
 and offsets are handed to the target as they are. ``SYSTEM`` -- the source's operating-system zone
 -- has no name the target could be given, so it is resolved exactly or the statement is refused:
 
