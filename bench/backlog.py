@@ -60,6 +60,7 @@ from bench.backlog_parts import (  # noqa: E402
     write_deployment,
 )
 from bench.common import command_line, connect, quiesce, record_row, services  # noqa: E402
+from bench.cpu import CpuMeter  # noqa: E402
 from tests.support import sysbench  # noqa: E402
 
 SECTION = "## Backlog apply against a parallel MariaDB replica (bench/backlog.py)"
@@ -74,11 +75,12 @@ executed position reaches the end) and (b) Sluice (`sluice capture --once --from
 the source byte for byte. Ratio = replica s / (capture + sync) s: >= 1.0 means Sluice at least as
 fast (the goal of issue 38). Segments: count, then `plan_s` and `worker_s` summed over them and the
 sync's seconds outside its rounds (JVM start, pre-flight). Load: the 1-minute load average, mean
-over the run's timed phases.
+over the run's timed phases. CPU s (bench/cpu.py): the machine's busy CPU seconds (all processes,
+from /proc/stat) during the replica's apply / Sluice's capture + sync.
 
 | date | command | rows | replica s | capture s | sync s | ratio | replica rows/s | Sluice rows/s | lanes |\
- segments | serial s | equal | load |
-|---|---|---|---|---|---|---|---|---|---|---|---|---|---|
+ segments | serial s | equal | load | CPU s |
+|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|
 """
 
 
@@ -140,6 +142,7 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp(prefix="bench-backlog-"))
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
     load = Loadavg()
+    cpu = CpuMeter({name: int(svc[name]["pid"]) for name in ("mariadb", "mariadb-target", "mariadb-replica")})
     copies: list[tuple[dict, str]] = [(rep, db)]
     for info, name in ((src, db), *copies):
         sysbench.create_database(info, name)
@@ -148,16 +151,16 @@ def main() -> int:
         print(f"range {start[0]}:{start[1]} .. {end[0]}:{end[1]}; sysbench wrote {sb_rows:.0f} rows/s")
         for info in (src, rep):
             quiesce(info)
-        with load.phase():
+        with load.phase(), cpu.phase("replica", "mariadb-replica", "mariadb"):
             replica_s = run_replica(rep, src, start, end)
-        print(f"replica: {replica_s:.1f} s")
+        print(f"replica: {replica_s:.1f} s, CPU {_cpu(cpu, 'replica')}")
         cfg = write_deployment(tmp, src, dst, db, f"{db}_p0", args.partitions, lanes[0], args.round_rows, args.plain)
         sysbench.create_database(dst, f"{db}_p0")
         quiesce(dst)
-        with load.phase():
+        with load.phase(), cpu.phase("capture", "mariadb"):
             capture_s, _ = timed(sluice_cmd("capture", "--config", str(cfg), "--once", "--from",
                                             f"{start[0]}:{start[1]}"), env)
-        print(f"capture: {capture_s:.1f} s")
+        print(f"capture: {capture_s:.1f} s, CPU {_cpu(cpu, 'capture')}")
         passes = []
         for i, n in enumerate(x for x in lanes for _ in range(args.repeat)):
             target = f"{db}_p{i}"
@@ -168,15 +171,16 @@ def main() -> int:
             shutil.rmtree(tmp / "store" / "rounds", ignore_errors=True)  # each pass sizes its rounds afresh
             quiesce(dst)
             la0 = os.getloadavg()[0]
-            with load.phase():
+            with load.phase(), cpu.phase(f"sync-{i}", "mariadb-target"):
                 sync_s, proc = timed(sluice_cmd("sync", "--config", str(cfg), "--group", "g", "--json"), env)
             summary = json.loads([x for x in proc.stdout.splitlines() if x.startswith("{")][-1])
             seg = segment_report(proc.stderr, sync_s)
             copies.append((dst, target))
             passes.append({"lanes": n, "sync_s": sync_s, "rows": summary["rows"], "seg": seg, "target": target,
-                           "load": la0, "log": proc.stderr})
+                           "load": la0, "log": proc.stderr, "cpu": cpu.machine(f"sync-{i}")})
             (tmp / f"sync-{i}.log").write_text(proc.stderr)
-            print(f"sync pass {i} (lanes {n}): {sync_s:.1f} s, {summary['rows']} rows, load {la0:.2f}; {seg['text']}")
+            print(f"sync pass {i} (lanes {n}): {sync_s:.1f} s, {summary['rows']} rows, load {la0:.2f}, "
+                  f"CPU {_cpu(cpu, f'sync-{i}')}; {seg['text']}")
         serial_s = None
         if args.serial:
             sysbench.create_database(dst, f"{db}_serial")
@@ -197,7 +201,8 @@ def main() -> int:
                     f"| {capture_s:.1f} | {p['sync_s']:.1f} | {ratio:.2f} | {rows / replica_s:.0f} "
                     f"| {rows / sluice_s:.0f} "
                     f"| {p['lanes']} | {p['seg']['short']} | {'-' if serial_s is None else f'{serial_s:.0f}'} "
-                    f"| {'yes' if not diffs else 'NO'} | {la:.2f} (pass start {p['load']:.2f}) |")
+                    f"| {'yes' if not diffs else 'NO'} | {la:.2f} (pass start {p['load']:.2f}) "
+                    f"| {cpu.machine('replica'):.0f} / {cpu.machine('capture'):.0f} + {p['cpu']:.0f} |")
             print(f"lanes {p['lanes']}: ratio {ratio:.2f} (replica {rows / replica_s:.0f} rows/s, "
                   f"Sluice {rows / sluice_s:.0f} rows/s, sync alone {rows / p['sync_s']:.0f} rows/s)")
             if args.record:
@@ -212,6 +217,11 @@ def main() -> int:
             with connect(rep, autocommit=True) as c, c.cursor() as cur:
                 cur.execute("STOP SLAVE")
                 cur.execute("RESET SLAVE ALL")
+
+
+def _cpu(cpu: CpuMeter, phase: str) -> str:
+    got = cpu.phases[phase]
+    return ", ".join(f"{k} {v:.1f} s" for k, v in got.items())
 
 
 if __name__ == "__main__":
