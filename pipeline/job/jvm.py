@@ -89,7 +89,8 @@ def archive_dir() -> Path:
 
 def archive_key(home: Path | None = None, java: Path | None = None) -> str | None:
     """A short hash of what an archive depends on: the JVM binary (path, size, mtime) and the
-    class path (every jar of ``<home>/jars`` with its size and mtime). None without java."""
+    class path (every jar of ``<home>/jars`` with its size and mtime), and the job it is made from
+    (:data:`_WORKLOAD`). None without java."""
     home = home or spark_home()
     java = java or java_binary()
     if java is None:
@@ -97,6 +98,7 @@ def archive_key(home: Path | None = None, java: Path | None = None) -> str | Non
     h = hashlib.sha256()
     st = java.stat()
     h.update(f"{java}:{st.st_size}:{int(st.st_mtime)}\n".encode())
+    h.update(_WORKLOAD.encode())
     jars = home / "jars"
     for jar in sorted(jars.glob("*.jar")) if jars.is_dir() else ():
         js = jar.stat()
@@ -147,8 +149,9 @@ def merge_options(ours: list[str], theirs: str | None) -> str:
 
 
 #: the job the archive is made from: a session, the batch reader, the plan's kinds of
-#: expressions (posexplode, JSON to map, higher-order functions), both partition layouts and
-#: a mapInArrow round trip through a Python worker -- what a sync's JVM loads
+#: expressions (posexplode, JSON to map, higher-order functions), both partition layouts,
+#: a mapInArrow round trip through a Python worker and an RDD's (a scanned segment's) -- what a
+#: sync's JVM loads
 _WORKLOAD = r'''
 import json, os, sys, tempfile
 from pyspark.sql import SparkSession, functions as F
@@ -187,6 +190,7 @@ for ordered in (True, False):
     else:
         rows = rows.coalesce(1)
     rows.select("k", "d", "o").mapInArrow(passthrough, "n long").collect()
+spark.sparkContext.parallelize(range(2), 2).mapPartitions(lambda it: [{"n": sum(1 for _ in it)}]).collect()
 spark.stop()
 proc.stdin.close()  # the gateway JVM exits on EOF, and writes the archive as it exits
 sys.exit(proc.wait(timeout=600))

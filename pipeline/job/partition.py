@@ -76,7 +76,8 @@ def apply_function(ctx: JobContext, counters=None, scan=None):
     ``counters``: an optional Spark accumulator (:mod:`pipeline.job.accumulators`) that each
     partition adds its counts to; the result rows stay the source of truth for the ack.
     ``scan``: a :class:`pipeline.job.scan.ScanPlan`: the task reads its changes from the round's
-    files itself (the function then runs over ``spark.range(partitions)``, one row per task);
+    files itself (the function then runs over an RDD of ``partitions`` numbers, one per task:
+    :func:`pipeline.job.segment.on_rdd`);
     None: its changes arrive as the Arrow batches of the plan's partition."""
     def count(ok: bool, run: ChunkRunner, t0: float) -> None:
         if counters is not None:
@@ -132,7 +133,7 @@ def _scanned(scan, pid: int, batches: Iterator[pa.RecordBatch]):
     """The same pieces read from the round's files (:mod:`pipeline.job.scan`)."""
     from pipeline.job.scan import own_changes, pieces
 
-    for _ in batches:  # spark.range's one row of this task
+    for _ in batches:  # the task's one number (pipeline/job/segment.py: scan_tasks)
         pass
     rows = own_changes(scan, pid)
     gc.freeze()  # the rows live until the task ends: the apply's collections need not walk them again

@@ -6,8 +6,8 @@ worker over Arrow, where each row image is parsed again. On a 2-core machine tho
 cost more CPU than the apply (docs/benchmarks.md, backlog). When a segment needs nothing the
 JVM is for -- every change partitioned by its exact key (no ordered group, no folded ``_ci``
 key), batches in local files every executor reads
-(``StoreCapabilities.local_files``) -- the driver runs it as ``spark.range(P)``, one task per
-partition, and each task (:func:`own_changes`):
+(``StoreCapabilities.local_files``) -- the driver runs it as an RDD of P numbers
+(:func:`pipeline.job.segment.scan_tasks`), one task per partition, and each task (:func:`own_changes`):
 
 1. reads every line of the round's files with orjson, keeping the lines inside the segment
    (DDL lines and waived lines out, as :meth:`pipeline.job.plan.Segment.condition`);

@@ -34,14 +34,14 @@ def run_segment(spark, dml, seg, plan: GroupPlan, ctx: JobContext, nparts: int, 
     """One Spark job for one DML segment: the plan's partitions (:mod:`pipeline.job.plan`), or with
     ``scan`` one task per partition that reads the round's files itself (:mod:`pipeline.job.scan`)."""
     t0 = time.monotonic()
-    if scan is None:
-        changes = partitioned_changes(dml, seg, plan.routes, nparts, keys, in_order)
-    else:
-        changes = spark.range(0, nparts, 1, nparts)
+    changes = partitioned_changes(dml, seg, plan.routes, nparts, keys, in_order) if scan is None else None
     t_plan = time.monotonic() - t0
     counters = new_counter(spark)
     try:
-        results = changes.mapInArrow(apply_function(ctx, counters, scan), RESULT_SCHEMA).collect()
+        if scan is None:
+            results = changes.mapInArrow(apply_function(ctx, counters), RESULT_SCHEMA).collect()
+        else:
+            results = scan_tasks(spark, nparts).mapPartitions(on_rdd(apply_function(ctx, counters, scan))).collect()
     except Exception as e:  # noqa: BLE001 - a lost executor, a killed task, a Spark failure
         first = str(e).strip().splitlines()[0][:500] if str(e).strip() else type(e).__name__
         poison = re.search(r"(poison record: [^\n]*?)(?:\. SQLSTATE|\n|$)", str(e))
@@ -73,3 +73,19 @@ def run_segment(spark, dml, seg, plan: GroupPlan, ctx: JobContext, nparts: int, 
         raise ApplyFailed(f"{len(failed)} of {len(results)} partitions failed; no batch was acked:\n  "
                           + "\n  ".join(lines),
                           hint=None if said else "fix the cause and run sync again; replays are idempotent")
+
+
+def scan_tasks(spark, nparts: int):
+    """One task per partition for a scanned segment, as a plain RDD: its tasks read their rows
+    themselves, so the job needs none of the SQL engine's planning, code generation or Arrow
+    transfer (the driver's JVM spent ~2 CPU s less per backlog sync than with ``spark.range``)."""
+    return spark.sparkContext.parallelize(range(nparts), nparts)
+
+
+def on_rdd(fn):
+    """The ``mapInArrow`` function ``fn`` as an RDD partition function: its result rows as dicts."""
+    def run(numbers):
+        for batch in fn(numbers):  # the scan drains the task's one number (pipeline/job/partition.py)
+            yield from batch.to_pylist()
+    return run
+

@@ -162,20 +162,22 @@ def store_jars(cfg: Config) -> list[str] | None:
 
 
 def warm_workers(spark: SparkSession, kinds: list[str]) -> None:
-    """Run one trivial ``mapInArrow`` task that imports the executor side of the job (the chunk
-    runner and the adapters of ``kinds``): with worker reuse (Spark's default) the sync's first
-    task then finds a Python worker with its imports done and the JVM's Arrow path compiled.
+    """Run one trivial task that imports the executor side of the job (the chunk runner, the
+    scan and the adapters of ``kinds``): with worker reuse (Spark's default) the sync's first task
+    then finds a Python worker with its imports done. A plain RDD's task, as a scanned segment's
+    (pipeline/job/segment.py): no SQL planning for a run whose segments all scan.
     Called in the background while the driver plans its first round; errors are ignored (only
     a head start)."""
     from functools import partial
 
-    spark.range(1, numPartitions=1).mapInArrow(partial(_warm, tuple(kinds)), "id long").collect()
+    spark.sparkContext.parallelize([0], 1).mapPartitions(partial(_warm, tuple(kinds))).collect()
 
 
-def _warm(kinds: tuple[str, ...], batches):  # noqa: ANN001, ANN202 - a mapInArrow function
+def _warm(kinds: tuple[str, ...], numbers):  # noqa: ANN001, ANN202 - an RDD partition function
     import importlib
 
     import pipeline.job.partition  # noqa: F401
+    import pipeline.job.scan  # noqa: F401
     for kind in kinds:
         importlib.import_module(f"adapters.{kind}.writer")
-    yield from batches
+    yield from numbers
