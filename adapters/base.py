@@ -81,6 +81,10 @@ class DdlChange:
     #: the time zone to replay the statement in (its session's, from the binlog, else the source's
     #: global one): TIMESTAMP literals in DDL depend on it
     time_zone: str = ""
+    #: the binlog event's session was read whole (capture's ``sessionRead``): an empty ``time_zone``
+    #: then means the statement used none; False (also for stores written before it was recorded):
+    #: unknown whether it did
+    zone_read: bool = False
     #: the microseconds of the statement's start (``es`` holds the seconds), when the binlog has them:
     #: a replay runs at the source's time (``SET timestamp``), so ``ADD COLUMN ... DEFAULT
     #: CURRENT_TIMESTAMP(6)`` fills the existing rows as the source did

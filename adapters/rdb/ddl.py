@@ -212,15 +212,17 @@ def apply_ddl(w: RdbWriter, route: RdbTable | None, ddl: DdlChange) -> None:
 
 def _time_zone(w: RdbWriter, cur, ddl: DdlChange, zone: str) -> None:
     """The session zone ``zone`` for the statement. A statement that used no zone (``ddl.time_zone``
-    empty: the binlog named none) gives the same result in any zone: a zone the target does not know
-    (no time zone tables) leaves its session in UTC then; one the statement used is refused."""
+    empty, and the event's status variables were read whole: the binlog named none) gives the same
+    result in any zone: a zone the target does not know (no time zone tables) leaves its session in
+    UTC then. One the statement used, or may have used (a block not read whole, a store written
+    before that was recorded), is refused."""
     try:
         cur.execute("SET SESSION time_zone = %s", (zone,))
     except Exception as e:  # noqa: BLE001 - a raw DBAPI error: the zone is unknown to the target
         if w.dialect.error_code(e) != 1298:  # ER_UNKNOWN_TIME_ZONE
             raise
-        if not ddl.time_zone:
-            log.info("ddl replayed in UTC: the target does not know the source's zone, which the statement "
+        if not ddl.time_zone and ddl.zone_read:
+            log.info("replaying ddl in UTC: the target does not know the source's zone, which the statement "
                      "did not use", zone=zone, database=ddl.database, table=ddl.table)
             return
         err = TargetError(f"replaying `{ddl.sql[:200]}` needs the source's time zone {zone}, which "

@@ -92,7 +92,8 @@ def statement_record(kind: str, database: str, table: str, is_ddl: bool, sql: st
                      gtid: str | None, logfile: str, logpos: int, rec_id: int,
                      session: Session = NO_SESSION) -> dict[str, Any]:
     """A DDL (or other statement) Dml: no rows, ``sql`` holds the statement; ``timeZone`` and
-    ``usec`` (the session's zone, the start time's microseconds) when its event has them."""
+    ``usec`` (the session's zone, the start time's microseconds) when its event has them, and
+    ``sessionRead`` when its status variables were read to their end (statusvars.py)."""
     rec = {"id": rec_id, "database": database, "table": table, "pkNames": None, "isDdl": is_ddl,
            "type": kind, "es": es, "ts": ts, "sql": sql, "sqlType": None, "mysqlType": None,
            "data": None if is_ddl else [], "old": None, "gtid": gtid, "logfile": logfile, "logpos": logpos}
@@ -100,6 +101,8 @@ def statement_record(kind: str, database: str, table: str, is_ddl: bool, sql: st
         rec["timeZone"] = session.time_zone
     if session.usec is not None:
         rec["usec"] = session.usec
+    if session.whole:  # every status variable read: no ``timeZone`` means the statement used none
+        rec["sessionRead"] = True
     return rec
 
 

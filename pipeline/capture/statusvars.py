@@ -12,7 +12,10 @@ A replica reads two of them before it runs a DDL statement, and so does a mirror
   exist with that time, so a replay must run at it (``SET timestamp``), not at its own time.
 
 Codes are read in order; an unknown code ends the block (its size is unknown), as the servers'
-own readers do. Only the DDL a mirror replays is parsed (BEGIN events are not).
+own readers do. ``Session.whole`` says the block was read to its end: only then does a missing
+zone mean the statement used none (MariaDB 11.5+ writes ``Q_CHARACTER_SET_COLLATIONS`` (131) *before*
+the zone, so a reader that stopped at it would have missed one). Only the DDL a mirror replays is
+parsed (BEGIN events are not).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from typing import NamedTuple
 #: code -> size in bytes of the fixed-size values the block may hold before the ones read here
 _FIXED = {0: 4, 1: 8, 3: 4, 4: 6, 7: 2, 8: 2, 9: 8, 10: 4, 16: 1, 17: 8, 18: 2, 19: 1, 20: 1, 129: 8}
 Q_CATALOG, Q_TIME_ZONE, Q_CATALOG_NZ, Q_INVOKER, Q_UPDATED_DB_NAMES = 2, 5, 6, 11, 12
-Q_MICROSECONDS, Q_HRNOW, Q_GTID_FLAGS3 = 13, 128, 130
+Q_MICROSECONDS, Q_HRNOW, Q_GTID_FLAGS3, Q_CHARACTER_SET_COLLATIONS = 13, 128, 130, 131
 #: Q_GTID_FLAGS3's flags after which an 8-byte sequence number follows (MariaDB's two-phase ALTER:
 #: COMMIT ALTER, ROLLBACK ALTER)
 _FLAGS3_SEQ = 0x04 | 0x08
@@ -31,10 +34,12 @@ _OVER_MAX_DBS = 254
 
 
 class Session(NamedTuple):
-    """What a statement's status variables say about its session (None: not written)."""
+    """What a statement's status variables say about its session (None: not written, or not read)."""
 
     time_zone: str | None
     usec: int | None
+    #: the block was read to its end (no unknown code, not cut short): what is None was not written
+    whole: bool = False
 
 
 NONE = Session(None, None)
@@ -64,6 +69,8 @@ def session_of(status: bytes) -> Session:
                 i += 3
             elif code == Q_GTID_FLAGS3:
                 i += 1 + (8 if status[i] & _FLAGS3_SEQ else 0)
+            elif code == Q_CHARACTER_SET_COLLATIONS:  # a count, then (charset id, collation id) pairs
+                i += 1 + 4 * status[i]
             elif code == Q_CATALOG:
                 i += 1 + status[i] + 1
             elif code == Q_CATALOG_NZ:
@@ -79,6 +86,8 @@ def session_of(status: bytes) -> Session:
                         i = status.index(0, i) + 1
             else:
                 break
+        else:
+            return Session(tz or None, usec, i == n)
     except (IndexError, ValueError):  # a block shorter than its codes say: what was whole stands
         pass
     return Session(tz or None, usec)

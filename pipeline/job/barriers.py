@@ -77,7 +77,7 @@ def find_barriers(dml: RoundFrame, plan: GroupPlan, rows: list[dict] | None = No
         positions.append((r["batchId"], r["seq"]))
         ddl = DdlChange(r.get("type") or "QUERY", r.get("database") or "", r.get("table") or "", r.get("sql") or "",
                         (r["batchId"], r["seq"], 0), int(r.get("es") or 0), time_zone=r.get("timeZone") or "",
-                        usec=r.get("usec"))
+                        usec=r.get("usec"), zone_read=r.get("sessionRead") is True)
         if plan.mappings_for(ddl.database, ddl.table):
             out.append(ddl)
     return out, positions, waived

@@ -36,6 +36,8 @@ def test_ddl_records_carry_their_sessions_zone_and_clock(flavor, request, tmp_pa
         records = capture_both(info, tmp_path, db, start, monkeypatch)
         create, alter = [r for r in records if r["isDdl"]][-2:]
         assert create["type"] == "CREATE" and create["timeZone"] == "Asia/Kolkata", create
+        # every status variable of both servers' events is read: a record without a zone used none
+        assert create["sessionRead"] is True and alter["sessionRead"] is True, (create, alter)
         assert alter["type"] == "ALTER" and "usec" in alter, alter
         # the rows the ALTER filled hold its start time, which the record gives to the microsecond
         assert filled == [f"{alter['es'] // 1000}.{alter['usec']:06d}"], (filled, alter)

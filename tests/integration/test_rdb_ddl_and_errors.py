@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import pytest
@@ -249,13 +250,17 @@ def test_the_zone_is_asked_only_for_a_statement_that_runs(maria, postgres):
 
 def test_a_zone_the_target_lacks_refuses_only_a_statement_that_used_it(maria):
     """A target without time zone tables knows no zone by name. A statement whose binlog event named
-    none (``time_zone`` empty) replays in UTC all the same (it gives the same result in any zone);
-    one that ran in that zone is refused naming it, with the tables' load as the fix."""
+    none (``time_zone`` empty, its status variables read whole) replays in UTC all the same (it gives
+    the same result in any zone); one that ran in that zone, or whose event was not read whole (a
+    store written before that was recorded), is refused naming the zone, with the tables' load as the fix."""
     mirror = RdbTable(target_table="", target_schema=maria.schema, mirror_ddl=True)
     maria.run(f"DROP TABLE IF EXISTS {maria.qt('z2')}, {maria.qt('z3')}")
     w = make_writer(maria.target, (mirror,))
     w.ddl_time_zone = lambda ddl: ddl.time_zone or "Nowhere/Atlantis"  # the source's global zone
-    w.apply_ddl(mirror, DdlChange("CREATE", "srcdb", "z2", "CREATE TABLE z2 (id INT PRIMARY KEY)", seq=(9, 3, 0)))
+    unread = DdlChange("CREATE", "srcdb", "z2", "CREATE TABLE z2 (id INT PRIMARY KEY)", seq=(9, 3, 0))
+    with pytest.raises(TargetError, match="Nowhere/Atlantis"):
+        w.apply_ddl(mirror, unread)
+    w.apply_ddl(mirror, dataclasses.replace(unread, zone_read=True))
     assert maria.run(f"SELECT COUNT(*) FROM {maria.qt('z2')}") == [(0,)]
     used = DdlChange("CREATE", "srcdb", "z3", "CREATE TABLE z3 (id INT PRIMARY KEY, t TIMESTAMP NOT NULL "
                      "DEFAULT '2001-01-01 05:30:00')", seq=(9, 4, 0), time_zone="Nowhere/Atlantis")
