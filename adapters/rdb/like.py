@@ -76,7 +76,7 @@ def replay(w: RdbWriter, cur, ddl: DdlChange, sql: str, target_db: str, source: 
         at = sql.rfind(ref)
         run = sql[:at] + quote_ident(scratch) + sql[at + len(ref):]
         cur.execute(f"DROP TABLE IF EXISTS {quote_ident(scratch)}")
-        cur.execute(body)
+        _in_utc(cur, body)
         try:
             cur.execute(run)
         finally:
@@ -100,3 +100,17 @@ def replay(w: RdbWriter, cur, ddl: DdlChange, sql: str, target_db: str, source: 
              "exists counts as this statement applied")
     err.table = f"{ddl.database}.{ddl.table}"
     raise err
+
+
+def _in_utc(cur, body: str) -> None:
+    """Run the scratch definition in UTC, the zone its text was read in (pipeline/job/definitions.py
+    reads ``SHOW CREATE TABLE`` in a UTC session, which prints TIMESTAMP defaults in UTC), not in the
+    statement's zone (adapters/rdb/ddl.py set it for the LIKE): in that zone the defaults would be
+    other instants."""
+    cur.execute("SELECT @@session.time_zone")
+    zone = cur.fetchone()[0]
+    cur.execute("SET SESSION time_zone = '+00:00'")
+    try:
+        cur.execute(body)
+    finally:
+        cur.execute("SET SESSION time_zone = %s", (zone,))

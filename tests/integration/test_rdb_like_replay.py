@@ -61,3 +61,19 @@ def test_an_unknown_definition_is_refused_by_name_and_the_fix_works(maria):
     maria.run(f"CREATE TABLE {maria.qt('b')} (id int PRIMARY KEY, v int)")  # the fix, then sync again
     w.apply_ddl(mirror, ddl)
     w.apply_ddl(mirror, ddl)
+
+
+def test_a_timestamp_default_is_the_instant_the_source_copied(maria):
+    """The definition was read in a UTC session (its TIMESTAMP default printed in UTC), and the LIKE
+    ran in a session zone of its own (the binlog names it): the copy's default is the source's
+    instant, not the UTC text read again in the statement's zone."""
+    mirror = RdbTable(target_table="", target_schema=maria.schema, mirror_ddl=True)
+    definition = ("CREATE TABLE `s` (\n  `id` int(11) NOT NULL,\n"
+                  "  `t` timestamp NOT NULL DEFAULT '2001-01-01 00:00:00',\n  PRIMARY KEY (`id`)\n"
+                  ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_general_ci")
+    ddl = DdlChange("CREATE", "shop", "c", "CREATE TABLE c LIKE tmpl.s", seq=(3, 18, 0), like=(definition, ""),
+                    time_zone="America/New_York")
+    w = make_writer(maria.target, (mirror,))
+    w.apply_ddl(mirror, ddl)
+    maria.run(f"INSERT INTO {maria.qt('c')} (id) VALUES (1)")
+    assert maria.run(f"SELECT UNIX_TIMESTAMP(t) FROM {maria.qt('c')}") == [(978307200,)]  # 2001-01-01 00:00 UTC
