@@ -8,8 +8,8 @@ summed). The driver reads the merged value after the job.
 
 The per-partition result rows stay the source of truth for the ack decision and for the
 per-table counts: Spark applies accumulator updates made inside a transformation (here
-``mapInArrow``) once per *successful task attempt*, so a stage that is re-run (a lost
-executor's shuffle output, speculation) can count a partition twice, while the driver
+``mapInArrow``, or a scanned segment's RDD) once per *successful task attempt*, so a stage
+that is re-run (a lost executor's shuffle output, speculation) can count a partition twice, while the driver
 collects exactly one result row per partition of the job that succeeded. The accumulator
 totals are reported next to them (``executor`` in the sync summary and the metrics) as the
 executors' own view; a difference means tasks were re-run.

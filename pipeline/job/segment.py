@@ -88,4 +88,3 @@ def on_rdd(fn):
         for batch in fn(numbers):  # the scan drains the task's one number (pipeline/job/partition.py)
             yield from batch.to_pylist()
     return run
-

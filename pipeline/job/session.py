@@ -161,23 +161,28 @@ def store_jars(cfg: Config) -> list[str] | None:
     return kafka_jars()
 
 
-def warm_workers(spark: SparkSession, kinds: list[str]) -> None:
+def warm_workers(spark: SparkSession, kinds: list[str], scan: bool = True) -> None:
     """Run one trivial task that imports the executor side of the job (the chunk runner, the
     scan and the adapters of ``kinds``): with worker reuse (Spark's default) the sync's first task
-    then finds a Python worker with its imports done. A plain RDD's task, as a scanned segment's
-    (pipeline/job/segment.py): no SQL planning for a run whose segments all scan.
+    then finds a Python worker with its imports done. With ``scan`` (the run's segments scan) a
+    plain RDD's task, as a scanned segment's (pipeline/job/segment.py: no SQL planning); else a
+    ``mapInArrow`` task, which also compiles the JVM's Arrow path the plan's segments take.
     Called in the background while the driver plans its first round; errors are ignored (only
     a head start)."""
     from functools import partial
 
-    spark.sparkContext.parallelize([0], 1).mapPartitions(partial(_warm, tuple(kinds))).collect()
+    if scan:
+        spark.sparkContext.parallelize([0], 1).mapPartitions(partial(_warm, tuple(kinds), True)).collect()
+    else:
+        spark.range(1, numPartitions=1).mapInArrow(partial(_warm, tuple(kinds), False), "id long").collect()
 
 
-def _warm(kinds: tuple[str, ...], numbers):  # noqa: ANN001, ANN202 - an RDD partition function
+def _warm(kinds: tuple[str, ...], scan: bool, items):  # noqa: ANN001, ANN202 - an RDD or mapInArrow function
     import importlib
 
     import pipeline.job.partition  # noqa: F401
-    import pipeline.job.scan  # noqa: F401
+    if scan:
+        import pipeline.job.scan  # noqa: F401
     for kind in kinds:
         importlib.import_module(f"adapters.{kind}.writer")
-    yield from numbers
+    yield from items

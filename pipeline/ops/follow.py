@@ -57,7 +57,7 @@ from sluice_common import exitcodes, stopping
 from sluice_common.errors import LockHeldError
 from sluice_common.logs import get_logger
 
-from .run import RunResult, adapter_kinds, run_once, spark_in_thread
+from .run import RunResult, adapter_kinds, run_once, scans, spark_in_thread
 
 log = get_logger("follow")
 
@@ -340,7 +340,7 @@ def run_follow(cfg: Config, *, groups: list[str] | None = None, spark_factory: C
         follower._load(cfg, g)  # a mapping file that does not load: ConfigError now, not every round
     follower.claim()  # another follower of a group: LockHeldError (exit 3) before Spark starts
     if spark_factory is not None:  # the JVM starts while the first round captures and checks
-        follower.spark_factory = spark_in_thread(spark_factory, 0, adapter_kinds(cfg, ids))
+        follower.spark_factory = spark_in_thread(spark_factory, 0, adapter_kinds(cfg, ids), scans(cfg))
         follower.retry_factory = spark_factory
     return follower.run(max_rounds)
 

@@ -128,7 +128,7 @@ def run_once(cfg: Config, *, groups: list[str] | None = None, spark_factory: Cal
     # a steady stream (the last run applied rows): Spark starts now, while the groups load and capture runs
     kinds = adapter_kinds(cfg, group_ids)
     led = not follower and bool(group_ids) and all(follower_of(store, g) is not None for g in group_ids)
-    early = _busy_start(spark_factory, store, cfg.metrics.keepRuns, kinds) if capture and not led else None
+    early = _busy_start(spark_factory, store, cfg.metrics.keepRuns, kinds, scans(cfg)) if capture and not led else None
     try:
         plans = _load_groups(cfg, group_ids, load_fn, rec)
         if capture and cfg.store.kafka is not None and cfg.store.kafka.writtenBy == "canal":
@@ -288,8 +288,8 @@ def _idle(rec: dict[str, Any]) -> bool:
     return captured == 0 and pending == 0
 
 
-def _busy_start(spark_factory: Callable[[int], Any] | None, store: GroupLog, keep: int, kinds: list[str]
-                ) -> Callable[[int], Any] | None:
+def _busy_start(spark_factory: Callable[[int], Any] | None, store: GroupLog, keep: int, kinds: list[str],
+                scan: bool = True) -> Callable[[int], Any] | None:
     """When the last recorded run ended ok and applied rows (a steady stream of changes, as a
     schedule every minute sees), start Spark at once, in a thread, told that many rows (a small
     run gets its short-lived JVM), so that the JVM's start overlaps the groups' loading, capture
@@ -305,13 +305,20 @@ def _busy_start(spark_factory: Callable[[int], Any] | None, store: GroupLog, kee
     if not last or last.get("status") != "ok":
         return None  # e.g. a mapping that stopped fitting: its error comes before Spark, as on a first run
     applied = sum(int((s or {}).get("rows") or 0) for s in (last.get("sync") or {}).values())
-    return spark_in_thread(spark_factory, applied, kinds) if applied > 0 else None
+    return spark_in_thread(spark_factory, applied, kinds, scan) if applied > 0 else None
 
 
-def spark_in_thread(spark_factory: Callable[[int], Any], rows: int, kinds: list[str]) -> Callable[[int], Any]:
+def scans(cfg: Config) -> bool:
+    """Do the run's segments mostly scan (pipeline/job/scan.py: files in a local store, ``spark.scan``)?"""
+    return bool(cfg.spark.scan) and cfg.store.kind != "kafka"
+
+
+def spark_in_thread(spark_factory: Callable[[int], Any], rows: int, kinds: list[str],
+                    scan: bool = True) -> Callable[[int], Any]:
     """``spark_factory(rows)`` in a thread, now; the factory returned waits for its session. Once
     the session is there the thread warms a Python worker for the adapters of ``kinds``
-    (:func:`pipeline.job.session.warm_workers`) while the driver goes on."""
+    (:func:`pipeline.job.session.warm_workers`, the way ``scan`` says segments run) while the
+    driver goes on."""
     # The modules both threads import, imported here first: two threads importing pyspark.sql at
     # once (the session's start in the thread, the group's plan here via pipeline.job.keyfold) can
     # each wait on a module the other holds, and Python then hands one of them the half-made module
@@ -341,7 +348,7 @@ def spark_in_thread(spark_factory: Callable[[int], Any], rows: int, kinds: list[
             try:
                 from pipeline.job.session import warm_workers
 
-                warm_workers(spark, kinds)
+                warm_workers(spark, kinds, scan)
             except Exception as e:  # noqa: BLE001 - only a head start
                 log.debug("warming a Python worker failed", error=str(e))
 
