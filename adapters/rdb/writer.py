@@ -228,12 +228,10 @@ class RdbWriter(Writer):
         if self.dialect.family != "mysql" or len(changes) < 2:
             return
         tables: dict[str | None, dict[str, None]] = {}
-        seen: set[tuple[str, str]] = set()
-        for c in changes:
-            if (c.database, c.table) in seen or not c.table:
+        for database, table in dict.fromkeys([(c.database, c.table) for c in changes]):  # in first-seen order
+            if not table:
                 continue
-            seen.add((c.database, c.table))
-            route = self.route(mapping, c.database, c.table)
+            route = self.route(mapping, database, table)
             tables.setdefault(route.target_schema, {})[route.target_table] = None
         if sum(len(t) for t in tables.values()) < 2:
             return  # one table: table_info reads it as before

@@ -1,10 +1,10 @@
 """From the Arrow batches a partition receives to the chunks it applies.
 
 ``changes`` decodes one batch column by column into :class:`Change` objects, ``check_order``
-enforces the seq order the plan promises, ``Feed`` cuts each mapping's changes into chunks of
-``commitBatch``, and ``Pipe`` applies the chunks on a second thread, in order, so that decoding
-the next batch overlaps with the target executing the current chunk (a database driver waits
-on its socket with the GIL released).
+enforces the seq order the plan promises (a scanned segment's task sorts its rows itself),
+``Feed`` cuts each mapping's changes into chunks of ``commitBatch``, and ``Pipe`` applies the
+chunks on a second thread, in order, so that decoding the next batch overlaps with the target
+executing the current chunk (a database driver waits on its socket with the GIL released).
 """
 
 from __future__ import annotations
@@ -126,7 +126,7 @@ def check_order(last: tuple, changes: list[Change], pid: int, hks: list | None =
         return keys[-1]
     bad = next(k for p, k in zip([last, *keys], keys, strict=False) if k < p)
     raise SluiceError(f"internal: change {bad[2]} reached partition {pid} out of order; nothing was acked",
-                      hint="report this; rerun with spark.scan: false (or, on the plan's path, spark.partitions > 1)")
+                      hint="report this; rerun with spark.partitions > 1 (the plan sorts each partition)")
 
 
 def group_keys(batch: pa.RecordBatch) -> list | None:

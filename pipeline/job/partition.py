@@ -101,7 +101,8 @@ def apply_function(ctx: JobContext, counters=None, scan=None):
             for midx, chunk, hks in (_scanned(scan, pid, batches) if scan is not None
                                      else _decoded(batches, pks, types)):
                 if chunk:
-                    last = check_order(last, chunk, pid, hks)
+                    if scan is None:  # scanned pieces are sorted by this very order in this task (scan.py)
+                        last = check_order(last, chunk, pid, hks)
                     feed.add(midx, chunk)
             feed.drain()
             pipe.finish()
