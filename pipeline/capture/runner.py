@@ -92,6 +92,9 @@ def run_capture(cfg: Config, *, follow: bool = False, max_batches: int | None = 
         conn = connect(src)
         try:
             info = inspect_server(src, conn)
+            from pipeline.job.covered import check_capture_covers
+
+            check_capture_covers(cfg, conn)  # a filter that leaves out a mapped table: refused, position unmoved
             stored = store.last_position()
             if stored is None:  # a new store: the targets say whether "now" is right (fresh.py)
                 start = fresh.start_position(cfg, conn, info.flavor, store, start_from)
@@ -101,6 +104,11 @@ def run_capture(cfg: Config, *, follow: bool = False, max_batches: int | None = 
                 start = Position.from_dict(stored)
             resume = resolve_start(conn, info.flavor, start, src.resumeBy, cfg.file)
             if stored is None:  # recorded once it is known to be on the server (a --from may not be)
+                if start_from is not None and fresh.parse_from(start_from) is not None \
+                        and (resume.position.logfile, resume.position.logpos) == (start.logfile, start.logpos):
+                    from .startcheck import check_start
+
+                    check_start(conn, start, cfg.file)  # a transaction's start, or refused before it is recorded
                 start = start.with_(gtid=resume.position.gtid)
                 store.set_start_position(start.to_dict())
             stop_at = None if follow else current_position(conn, info.flavor)

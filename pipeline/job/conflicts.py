@@ -53,14 +53,17 @@ def _filter_text(cfg: Config) -> str:
 
 
 def not_captured(cfg: Config, m: Mapping, group: str | None, database: str, table: str, key: str,
-                 more: str = "") -> ConfigError:
-    """The refusal of a mapped ``database.table`` that ``source.filter`` leaves out."""
+                 more: str = "", pattern: str | None = None) -> ConfigError:
+    """The refusal of a mapped ``database.table`` that ``source.filter`` leaves out (``pattern``: the
+    include entry that captures what the mapping reads, else the table's own)."""
     name = f"{database}.{table}"
+    pattern = pattern or f"{re.escape(database)}\\.{re.escape(table)}"
     return ConfigError(m.file, key, f"source table {name} is not captured: source.filter in {cfg.file} leaves it out "
                        f"({_filter_text(cfg)}){more}, so none of its changes would reach the target",
-                       hint=f"add {re.escape(database)}\\.{re.escape(table)} to source.filter.include in {cfg.file}; "
-                       "rows written to it before are not in the store: load them with `sluice etl --config "
-                       f"{cfg.file} --group {group or '<group>'} --mapping {m.file}` after the next capture")
+                       hint=f"add {pattern} to source.filter.include in {cfg.file} (and take it out of exclude), or "
+                       "remove the mapping; rows written to a table the filter never captured are not in the store: "
+                       f"load them with `sluice etl --config {cfg.file} --group {group or '<group>'} --mapping "
+                       f"{m.file}` after the next capture")
 
 
 def check_captured(cfg: Config, m: Mapping, group: str | None = None) -> None:
@@ -91,7 +94,8 @@ def check_mirror_captured(cfg: Config, m: Mapping, tables: list[str], group: str
     if left:
         more = f" (and {len(left) - 1} more: {', '.join(left[1:6])})" if len(left) > 1 else ""
         raise not_captured(cfg, m, group, spec.database, left[0], "dbMapping.database",
-                           f"; mirrorDb mirrors every table of {spec.database}{more}")
+                           f"; mirrorDb mirrors every table of {spec.database}{more}",
+                           pattern=f"{re.escape(spec.database)}\\..*")
 
 
 def written_tables(plan: Any) -> dict[tuple, list[tuple[str, str]]]:

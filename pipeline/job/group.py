@@ -127,16 +127,7 @@ def load_group(cfg: Config, group_id: str, others: bool = True) -> GroupPlan:
     what :mod:`pipeline.job.conflicts` names (``others``: also against the config's other groups)."""
     group = cfg.group(group_id)
     gi = cfg.groups.index(group)
-    base = Path(cfg.file).resolve().parent if cfg.file not in ("", "<config>") else Path.cwd()
-    if not group.mappings:
-        raise ConfigError(cfg.file, f"groups[{gi}].mappings", "lists no mapping files")
-    mappings = load_mappings(group.mappings, base_dir=base)
-    if group.destination is not None:  # a canal config: the files of this destination and group, as canal picks
-        mappings = [m for m in mappings if (m.destination or group.destination) == group.destination
-                    and (m.groupId or group.groupId) == group.groupId]
-    if not mappings:
-        raise ConfigError(cfg.file, f"groups[{gi}].mappings",
-                          f"no mapping file matches {', '.join(group.mappings)} (relative to {base})")
+    mappings = group_mappings(cfg, group_id)
     conflicts.check_mappings(cfg, group_id, gi, mappings)
     targets: dict[str, tuple[str, object]] = {}
     by_kind: dict[str, list[tuple[str, str | None]]] = {}
@@ -171,6 +162,23 @@ def load_group(cfg: Config, group_id: str, others: bool = True) -> GroupPlan:
     if others:
         conflicts.check_overlaps(cfg, plan, lambda c, g: load_group(c, g, others=False))
     return plan
+
+
+def group_mappings(cfg: Config, group_id: str) -> list[Mapping]:
+    """The mapping files of a group, loaded (ConfigError: none listed, none matching, one broken)."""
+    group = cfg.group(group_id)
+    gi = cfg.groups.index(group)
+    base = Path(cfg.file).resolve().parent if cfg.file not in ("", "<config>") else Path.cwd()
+    if not group.mappings:
+        raise ConfigError(cfg.file, f"groups[{gi}].mappings", "lists no mapping files")
+    mappings = load_mappings(group.mappings, base_dir=base)
+    if group.destination is not None:  # a canal config: the files of this destination and group, as canal picks
+        mappings = [m for m in mappings if (m.destination or group.destination) == group.destination
+                    and (m.groupId or group.groupId) == group.groupId]
+    if not mappings:
+        raise ConfigError(cfg.file, f"groups[{gi}].mappings",
+                          f"no mapping file matches {', '.join(group.mappings)} (relative to {base})")
+    return mappings
 
 
 def _source_database(cfg: Config, m: Mapping) -> str | None:

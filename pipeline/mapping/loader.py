@@ -78,10 +78,23 @@ def read_text(path: Path, file: str, what: str) -> str:
         raise ConfigError(file, None, f"cannot read: {e.strerror or e}") from None
 
 
+#: parsed mappings by (text, name shown): ``sluice run --follow`` loads every group's files each round,
+#: and capture checks them too (pipeline/job/covered.py); a file read again parses again only if changed
+_PARSED: dict[tuple[str, str], Mapping] = {}
+_PARSED_MAX = 4096
+
+
 def load_mapping(path: str | os.PathLike[str], *, display: str | None = None) -> Mapping:
     """Read and validate one mapping file; ``display`` is the name errors use (default: path)."""
     file = display or str(path)
-    return parse_mapping_text(read_text(Path(path), file, "mapping"), file)
+    text = read_text(Path(path), file, "mapping")
+    hit = _PARSED.get((text, file))
+    if hit is None:
+        hit = parse_mapping_text(text, file)
+        if len(_PARSED) >= _PARSED_MAX:
+            _PARSED.clear()
+        _PARSED[(text, file)] = hit
+    return hit
 
 
 def load_mappings(paths_or_globs: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],

@@ -37,7 +37,7 @@ def test_a_lost_store_resumes_where_the_targets_stand(tmp_path, mariadb, mariadb
     assert proc.returncode == exitcodes.CONFIG and "Traceback" not in proc.stdout + proc.stderr
     assert "error (capture): " in proc.stdout and "the batch store has no position" in proc.stdout
     refused = d.run("capture", "--once")
-    line = one_message(refused, exitcodes.CONFIG, f"group g1's target mysql+pymysql://root@{mariadb_target['host']}",
+    one_message(refused, exitcodes.CONFIG, f"group g1's target mysql+pymysql://root@{mariadb_target['host']}",
                        f"holds changes of source {d.db} up to mysql-bin.", "would skip every change made since",
                        "fix: if the store moved, fix store.path", " --from now", "sluice bootstrap --config")
     assert str(d.store) in line
@@ -75,3 +75,33 @@ def test_a_new_deployment_starts_at_now_and_from_now_is_the_operators_word(tmp_p
     proc = d.ok("capture", "--once", "--from", "now")  # the operator means it: the targets miss row 1
     assert "starts at the server's current position (--from now)" in proc.stderr
     assert d.ok("capture", "--once").returncode == 0  # resumes where the store stands now
+
+
+def test_from_inside_a_transaction_or_off_an_event_is_refused_and_the_fix_works(tmp_path, mariadb, mariadb_target):
+    """``--from`` inside a transaction would capture only its rest (a new user's probe: two of its
+    three updates applied, exit 0), and an offset that is no event's start left a store that no
+    suggested fix could start: both are refused before the start is recorded, the first naming the
+    transaction's start, which works when followed."""
+    d = make(tmp_path, mariadb, mariadb_target)
+    d.source(f"INSERT INTO `{d.db}`.t VALUES (1, 'a'), (2, 'b'), (3, 'c')")
+    d.ok("run")
+    logfile = d.source("SHOW MASTER STATUS")[0][0]
+    d.source("BEGIN", f"UPDATE `{d.db}`.t SET b = 'x' WHERE id = 1", f"UPDATE `{d.db}`.t SET b = 'y' WHERE id = 2",
+             f"UPDATE `{d.db}`.t SET b = 'z' WHERE id = 3", "COMMIT")
+    events = [e for e in d.source(f"SHOW BINLOG EVENTS IN '{logfile}'") if e[2] == "Table_map" and d.db in e[5]]
+    inside = events[-2][1]  # the second update's table map
+    shutil.rmtree(d.store)
+
+    refused = d.run("capture", "--once", "--from", f"{logfile}:{inside}")
+    one_message(refused, exitcodes.CONFIG,
+                       f"--from {logfile}:{inside} is inside a transaction (the event there is Table_map)",
+                       "nothing was captured or recorded", "fix: start where a transaction starts: --from ")
+    assert not (d.store / "position.json").exists()
+    off = d.run("capture", "--once", "--from", f"{logfile}:{inside + 1}")
+    one_message(off, exitcodes.CONFIG, "the source reads no event there", "nothing was captured or recorded")
+    assert not (d.store / "position.json").exists()
+
+    start = re.search(r"--from (\S+) \(the start of that transaction\)", refused.stderr).group(1)
+    d.ok("capture", "--once", "--from", start)  # follow it
+    d.ok("sync", "--group", "g1")
+    assert d.rows() == d.source_rows() == [(1, "x"), (2, "y"), (3, "z")]

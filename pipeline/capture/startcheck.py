@@ -1,0 +1,108 @@
+"""``sluice capture --from FILE:POS``: the position must be where a transaction starts.
+
+Capture applies whole transactions: started inside one, it would store only the transaction's
+remaining changes -- its earlier ones lost, with the transaction's GTID recorded as captured -- and
+an offset that is no event's start cannot be decoded at all. Both were accepted (a new user's
+probe: two of three updates of a transaction applied, exit 0; a stuck store whose every suggested
+fix failed). So before the start is recorded, the event at ``POS`` is read from the source
+(``SHOW BINLOG EVENTS IN 'FILE' FROM POS``): no event there (not an event's start), or one that is
+inside a transaction (a table map, rows, the commit, MariaDB's annotate, a statement's context),
+refuses the start, naming the transaction's own start and the next transaction's when the file
+shows them. The end of the file (no event yet) is a start. A source that does not let the user list
+binlog events (a missing privilege) is warned about, and the start taken as given.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pymysql
+
+from sluice_common.errors import UsageError
+from sluice_common.logs import get_logger
+
+from .position import Position
+
+log = get_logger("capture")
+
+#: events a transaction starts with, or that stand outside any transaction
+_STARTS = {"Gtid", "Anonymous_Gtid", "Format_desc", "Rotate", "Gtid_list", "Binlog_checkpoint", "Previous_gtids",
+           "Start_encryption", "Stop", "Query"}
+#: statements of a Query event that is inside a transaction (not its start, not a DDL of its own)
+_INSIDE = ("COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE", "XA END", "XA PREPARE", "INSERT", "UPDATE", "DELETE",
+           "REPLACE", "LOAD")
+_PAGE, _PAGES = 10_000, 20
+_PRIVILEGE = {1227, 1142, 1045, 1044}
+
+
+def check_start(conn: Any, at: Position, cfg_file: str) -> None:
+    """UsageError unless ``at`` (a ``--from``) is a transaction's start or the file's end."""
+    try:
+        first = _events(conn, at.logfile, at.logpos, 1)
+    except pymysql.MySQLError as e:
+        code = e.args[0] if e.args else None
+        if code in _PRIVILEGE:
+            log.warning("cannot check that --from is a transaction's start (listing binlog events needs the "
+                        "BINLOG MONITOR / REPLICATION CLIENT privilege): taken as given", position=at.text())
+            return
+        raise UsageError(f"--from {at.text()}: the source reads no event there ({e.args[-1] if e.args else e}); "
+                          "nothing was captured or recorded",
+                          hint="give a position where an event starts: a transaction's first event from SHOW "
+                               f"BINLOG EVENTS IN '{at.logfile}' on the source, a position Sluice printed, or "
+                               f"`--from now`; then run `sluice capture --config {cfg_file} --once --from ...` "
+                               "again") from None
+    if not first or _is_start(first[0]):
+        return
+    kind = first[0][2]
+    start, after = _around(conn, at)
+    options = ([f"--from {at.logfile}:{start} (the start of that transaction)"] if start is not None else []) + \
+        ([f"--from {at.logfile}:{after} (the transaction after it: this one's changes are then not captured)"]
+         if after is not None else [])
+    raise UsageError(f"--from {at.text()} is inside a transaction (the event there is {kind}): capture would store "
+                      "only the rest of it; nothing was captured or recorded",
+                      hint="start where a transaction starts: " + ("; or ".join(options) if options else
+                           f"its GTID event or BEGIN in SHOW BINLOG EVENTS IN '{at.logfile}' on the source"))
+
+
+def _events(conn: Any, logfile: str, pos: int, limit: int, skip: int = 0) -> list[tuple]:
+    with conn.cursor() as cur:
+        cur.execute(f"SHOW BINLOG EVENTS IN %s FROM %s LIMIT {int(skip)}, {int(limit)}", (logfile, pos))
+        return list(cur.fetchall())
+
+
+def _is_start(event: tuple) -> bool:
+    kind, info = event[2], str(event[5] or "").lstrip().upper()
+    return kind in _STARTS and not (kind == "Query" and info.startswith(_INSIDE))
+
+
+def _around(conn: Any, at: Position) -> tuple[int | None, int | None]:
+    """The position of the transaction start at or before ``at`` and of the next one after it, from
+    the file's events (at most :data:`_PAGES` pages of :data:`_PAGE` events each way; None: not found)."""
+    start = after = None
+    try:
+        after_gtid = False
+        for r in _paged(conn, at.logfile, 4):
+            if r[1] > at.logpos:
+                break
+            if r[2] in ("Gtid", "Anonymous_Gtid"):
+                start, after_gtid = r[1], True
+                continue
+            if r[2] == "Query" and _is_start(r) and not after_gtid:  # a BEGIN after its GTID event: that one
+                start = r[1]
+            after_gtid = False
+        for r in _paged(conn, at.logfile, at.logpos):
+            if r[2] == "Xid" or (r[2] == "Query" and str(r[5]).lstrip().upper().startswith(("COMMIT", "ROLLBACK"))):
+                after = r[4]
+                break
+    except pymysql.MySQLError:
+        pass
+    return start, after
+
+
+def _paged(conn: Any, logfile: str, pos: int):
+    """The file's events from ``pos``, a page at a time (at most :data:`_PAGES` pages)."""
+    for page in range(_PAGES):
+        rows = _events(conn, logfile, pos, _PAGE, page * _PAGE)
+        yield from rows
+        if len(rows) < _PAGE:
+            return
