@@ -53,8 +53,16 @@ def set_cursor(
     store = open_store(cfg, create=False)
     store.check_writable()
     with store.apply_lock(group):
+        before = store.cursor(group)
+        skipped = [b for b in store.batches(since=before) if b.batch_id <= to] if to > before else []
         old = store.set_cursor(group, to)
     typer.echo(f"group {group}: cursor {old} -> {to}")
+    if skipped:  # forward: batches counted as applied that were never applied
+        rows = sum(b.rows for b in skipped)
+        typer.echo(f"sluice: warning: batches {skipped[0].batch_id}..{skipped[-1].batch_id} ({rows} rows) of group "
+                   f"{group} now count as applied, but were not: its targets lack their changes", err=True)
+        typer.echo(f"  fix: to apply them after all: sluice store set-cursor --config {config} --group {group} "
+                   f"--to {old}", err=True)
 
 
 @store_app.command("verify")

@@ -37,7 +37,7 @@ def test_a_lost_store_resumes_where_the_targets_stand(tmp_path, mariadb, mariadb
     assert proc.returncode == exitcodes.CONFIG and "Traceback" not in proc.stdout + proc.stderr
     assert "error (capture): " in proc.stdout and "the batch store has no position" in proc.stdout
     refused = d.run("capture", "--once")
-    one_message(refused, exitcodes.CONFIG, f"group g1's target mysql+pymysql://root@{mariadb_target['host']}",
+    line = one_message(refused, exitcodes.CONFIG, f"group g1's target mysql+pymysql://root@{mariadb_target['host']}",
                        f"holds changes of source {d.db} up to mysql-bin.", "would skip every change made since",
                        "fix: if the store moved, fix store.path", " --from now", "sluice bootstrap --config")
     assert str(d.store) in line
@@ -105,3 +105,14 @@ def test_from_inside_a_transaction_or_off_an_event_is_refused_and_the_fix_works(
     d.ok("capture", "--once", "--from", start)  # follow it
     d.ok("sync", "--group", "g1")
     assert d.rows() == d.source_rows() == [(1, "x"), (2, "y"), (3, "z")]
+    # moving a cursor forward counts batches as applied that were not: said, with the way back
+    d.source(f"UPDATE `{d.db}`.t SET b = 'w' WHERE id = 1")
+    d.ok("capture", "--once")
+    newest = max(int(p.stem) for p in (d.store / "batches").glob("*.jsonl"))
+    ahead = d.ok("store", "set-cursor", "--group", "g1", "--to", str(newest))
+    assert "now count as applied, but were not" in ahead.stderr and "(1 rows)" in ahead.stderr, ahead.stderr
+    back = re.search(r"fix: to apply them after all: sluice (store set-cursor --config \S+ --group g1 --to \d+)",
+                     ahead.stderr).group(1).split()
+    d.ok(*[w for w in back if w not in ("--config", str(d.cfg))])
+    d.ok("sync", "--group", "g1")
+    assert d.rows() == d.source_rows() == [(1, "w"), (2, "y"), (3, "z")]
