@@ -131,8 +131,10 @@ def build_plan(route: RdbTable, info: TableInfo, family: str, change: Change) ->
                 if route.on_new_column == "ignore":
                     continue
                 raise _fail(route, info, f"source column {s} of {source} is not in target table {info.label}",
-                            hint=f"add it to the target (ALTER TABLE {info.label} ADD COLUMN {s} ...), or set "
-                            f"dbMapping.onNewColumn: ignore in {route.origin or 'the mapping'} to leave it out")
+                            hint=f"add it to the target (ALTER TABLE {info.label} ADD COLUMN {s} ...) and sync "
+                            "again, then fill it in the rows the target held before (`sluice repair`: "
+                            f"docs/operations.md); or set dbMapping.onNewColumn: ignore in "
+                            f"{route.origin or 'the mapping'} to leave it out")
             pairs.append((s, found))
     key_cols = {t for t, _ in route.pk} if route.pk is not None else set(change.pk_names)
     generated = [p for p in pairs if info.columns[p[1]].generated]

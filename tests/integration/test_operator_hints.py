@@ -63,3 +63,27 @@ def test_a_dropped_mirror_database_is_brought_back_as_the_fix_says(tmp_path, mar
     for t in ("t", "u"):
         assert d.rows(t) == d.source_rows(t)
     assert d.rows("t") == [(1, "a"), (2, "c")] and d.rows("u") == [(1, "x"), (2, "y")]
+
+
+def test_a_target_column_dropped_by_hand_is_added_back_and_filled_as_the_fix_says(tmp_path, mariadb, mariadb_target):
+    """The fix for a source column the target lacks, followed to the end: the column added back, the
+    sync, and `sluice repair`, which fills it in the rows the target held before (a new user's probe:
+    only the rows updated later got it back, exit 0, when the fix named the ALTER alone)."""
+    d = make(tmp_path, mariadb, mariadb_target)
+    d.source(f"ALTER TABLE `{d.db}`.t ADD COLUMN c INT")
+    d.target(f"ALTER TABLE `{d.tdb}`.t ADD COLUMN c INT")
+    d.source(f"INSERT INTO `{d.db}`.t VALUES (1, 'a', 7), (2, 'b', 8)")
+    d.ok("run")
+    d.target(f"ALTER TABLE `{d.tdb}`.t DROP COLUMN c")  # a cleanup by hand
+    d.source(f"UPDATE `{d.db}`.t SET b = 'z' WHERE id = 2")
+    d.ok("capture", "--once")
+
+    refused = d.run("sync", "--group", "g1")
+    one_message(refused, exitcodes.FAILED, f"source column c of {d.db}.t is not in target table t",
+                "ALTER TABLE t ADD COLUMN c", "sync again, then fill it in the rows the target held before "
+                "(`sluice repair`")
+    d.target(f"ALTER TABLE `{d.tdb}`.t ADD COLUMN c INT")  # follow it: the column, the sync, the repair
+    d.ok("sync", "--group", "g1")
+    assert d.rows() == [(1, "a", None), (2, "z", 8)]
+    d.ok("repair", "--group", "g1")
+    assert d.rows() == d.source_rows() == [(1, "a", 7), (2, "z", 8)]
