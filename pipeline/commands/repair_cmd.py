@@ -68,7 +68,6 @@ def _report(out: dict, as_json: bool) -> None:
 
 def summary_lines(out: dict) -> list[str]:
     """The human summary: one line per table, then the totals."""
-    verb = "would write" if out["dry_run"] else "wrote"
     lines = []
     for name, t in out["tables"].items():
         lines.append(f"{name} -> {t['target']}: {t['chunks']} chunks compared, {t['differing']} differed, "
@@ -78,10 +77,15 @@ def summary_lines(out: dict) -> list[str]:
                         if t["lock_held"] else ""))
         if t["keys"]:
             lines.append(f"     keys: {', '.join(json.dumps(k, default=str) for k in t['keys'])}")
-    total = sum(t["missing"] + t["changed"] + t["extra"] for t in out["tables"].values())
+    tables = out["tables"].values()
+    total = sum(t["missing"] + t["changed"] + t["extra"] for t in tables)
+    if out["dry_run"]:  # nothing written: what a repair would write (missing and changed rows) and delete (extra)
+        done = (f"would write {sum(t['missing'] + t['changed'] for t in tables)} rows and delete "
+                f"{sum(t['extra'] for t in tables)}")
+    else:
+        done = f"wrote {sum(t['upserted'] for t in tables)} rows and deleted {sum(t['deleted'] for t in tables)}"
     lines.append(f"repair {out['group']}{' (dry run)' if out['dry_run'] else ''}: {len(out['tables'])} tables, "
-                 f"{total} differing rows, {verb} {sum(t['upserted'] for t in out['tables'].values())} rows "
-                 f"and deleted {sum(t['deleted'] for t in out['tables'].values())} in {out['seconds']} s")
+                 f"{total} differing rows, {done} in {out['seconds']} s")
     for w in out["waived"]:
         lines.append(f"capture waiver added for {w}: statement-format DML on it up to the repair's start is skipped")
     return lines
