@@ -151,6 +151,13 @@ def connect_error(exc: BaseException, target: RdbTarget, *, preflight: bool = Fa
     dialect = dialect_of(target)
     orig = driver_error(exc)
     text = _scrub(f"cannot connect to {target.label}: {db_text(exc, dialect)}", target)
+    unknown_db = dialect.error_code(orig) in (1049, "3D000") or (  # PostgreSQL at connect: no SQLSTATE
+        dialect.family == "postgresql" and f'database "{target.database}" does not exist' in str(orig))
+    if unknown_db and target.database:
+        return TargetError(text, hint=f"create database {target.database} on the target (CREATE DATABASE), or fix "
+                           "the database in the adapter's jdbc.url; a mirror's tables come from the source's "
+                           "definitions (mysqldump --no-data), and the rows from `sluice bootstrap` or `sluice etl` "
+                           "(docs/etl.md)")
     if dialect.is_auth_failure(orig):
         return TargetError(text, hint="check the target's username, password and database")
     if preflight:

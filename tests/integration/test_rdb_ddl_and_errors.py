@@ -115,6 +115,23 @@ def test_wrong_password_is_one_clear_error_without_the_password(request, service
         env.drop()
 
 
+@pytest.mark.parametrize("service", ["mariadb_target", "postgres"])
+def test_a_target_database_that_does_not_exist_says_to_create_it(request, service):
+    """Not "check the username, password and database" (a new user's probe): the database is named, and
+    creating it is the fix."""
+    from dataclasses import replace
+
+    info = request.getfixturevalue(service)
+    env = MariaEnv(info) if service == "mariadb_target" else PgEnv(info)
+    try:
+        gone = replace(env.target, database="no_such_db_x1")
+        with pytest.raises(TargetError) as exc:
+            make_writer(gone, (RdbTable("t", None),)).check()
+        assert "create database no_such_db_x1 on the target" in exc.value.hint, exc.value.hint
+    finally:
+        env.drop()
+
+
 def test_connection_refused_is_transient():
     target = RdbTarget(dialect="mysql", host="127.0.0.1", port=1, username="u")
     with pytest.raises(TransientError, match="MySQL error 2003"):
