@@ -26,7 +26,7 @@ from pipeline.store import CaptureLog, open_store
 from sluice_common.errors import TransientError
 from sluice_common.logs import get_logger, register_secret
 
-from . import fresh
+from . import filterlog, fresh
 from .batcher import Batcher
 from .identity import Resume, resolve_start, stamp
 from .native import load
@@ -95,6 +95,7 @@ def run_capture(cfg: Config, *, follow: bool = False, max_batches: int | None = 
             from pipeline.job.covered import check_capture_covers
 
             check_capture_covers(cfg, conn)  # a filter that leaves out a mapped table: refused, position unmoved
+            filterlog.check(store.root, cfg, conn)  # ... or a table the store's captures took so far (shared)
             stored = store.last_position()
             if stored is None:  # a new store: the targets say whether "now" is right (fresh.py)
                 start = fresh.start_position(cfg, conn, info.flavor, store, start_from)

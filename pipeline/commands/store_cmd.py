@@ -65,6 +65,26 @@ def set_cursor(
                    f"--to {old}", err=True)
 
 
+@store_app.command("set-filter")
+def set_filter(config: str = typer.Option(..., "--config", "-c", help="The deployment config file.")) -> None:
+    """Record the config's source.filter as the store's, when it leaves out tables the store's captures
+    took so far and no deployment needs them any more (capture refuses such a filter until then)."""
+    from pipeline.capture import filterlog
+    from pipeline.store import open_store
+
+    cfg = load_config(config)
+    store = open_store(cfg, create=False)
+    store.check_writable()
+    with store.capture_lock():
+        was = filterlog.recorded(store.root)
+        filterlog.record(store.root, cfg)
+    f = cfg.source.filter
+    typer.echo(f"store {store.root}: capture filter include {', '.join(f.include)}"
+               + (f"; exclude {', '.join(f.exclude)}" if f.exclude else "")
+               + (f" (was include {', '.join(was['include'])}" + (f"; exclude {', '.join(was['exclude'])}"
+                                                                   if was["exclude"] else "") + ")" if was else ""))
+
+
 @store_app.command("verify")
 def verify(config: str = typer.Option(..., "--config", "-c", help="The deployment config file.")) -> None:
     """Check every stored batch file against its recorded size and checksum; exit 5 if one is corrupt."""

@@ -9,9 +9,11 @@ from __future__ import annotations
 import re
 import shutil
 
+import yaml
+
 from sluice_common import exitcodes
-from tests.support.cli import one_message
-from tests.support.operator import make
+from tests.support.cli import cli, one_message
+from tests.support.operator import make, t_mapping
 
 
 def _resume(d, proc) -> list[str]:
@@ -116,3 +118,33 @@ def test_from_inside_a_transaction_or_off_an_event_is_refused_and_the_fix_works(
     d.ok(*[w for w in back if w not in ("--config", str(d.cfg))])
     d.ok("sync", "--group", "g1")
     assert d.rows() == d.source_rows() == [(1, "w"), (2, "y"), (3, "z")]
+
+
+def test_a_second_deployment_sharing_the_store_cannot_narrow_its_filter(tmp_path, mariadb, mariadb_target):
+    """Two configs with the same store.path and source.name share the stored position: one capturing
+    with a filter that leaves out the other's table would move it past that table's changes (a new
+    user's probe: the other deployment's update never arrived, exit 0 everywhere). Refused, naming the
+    table and the filter the store recorded; `store set-filter` is the operator's word for a narrowing
+    that is meant."""
+    d = make(tmp_path, mariadb, mariadb_target)
+    d.source(f"INSERT INTO `{d.db}`.t VALUES (1, 'a')")
+    d.ok("run")
+    other = d.config()
+    other["source"]["filter"] = {"include": rf"{d.db}\.u"}
+    other["store"]["path"] = str(tmp_path / "store")
+    other["groups"] = [{**other["groups"][0], "groupId": "gb", "mappings": ["mappings/u.yml"]}]
+    (tmp_path / "b" / "mappings").mkdir(parents=True)
+    (tmp_path / "b" / "mappings" / "u.yml").write_text(yaml.safe_dump(t_mapping(d.db, "u", "u")))
+    cfg_b = tmp_path / "b" / "sluice.yml"
+    cfg_b.write_text(yaml.safe_dump(other, sort_keys=False))
+
+    d.source(f"UPDATE `{d.db}`.t SET b = 'z' WHERE id = 1", f"INSERT INTO `{d.db}`.u VALUES (1, 'x')")
+    refused = cli("capture", "--once", "--config", str(cfg_b))
+    one_message(refused, exitcodes.CONFIG, f"source.filter: leaves out {d.db}.t, which this store's captures so far "
+                f"took (filter include {d.db}\\..*, recorded by {d.cfg})", "nothing was captured",
+                "give this one its own store.path", f"sluice store set-filter --config {cfg_b}")
+    d.ok("run")  # the first deployment's update is still there to capture
+    assert d.rows() == d.source_rows() == [(1, "z")]
+
+    assert cli("store", "set-filter", "--config", str(cfg_b)).returncode == 0  # meant: recorded ...
+    assert cli("capture", "--once", "--config", str(cfg_b)).returncode == 0  # ... and taken
