@@ -233,7 +233,11 @@ def check_against_source(cfg: Config, mappings: tuple[Mapping, ...], conn: Any =
                         _readable(cur, m, spec.database, t)
                         raise ConfigError(m.file, "dbMapping.table",
                                           f"source table {spec.database}.{t} does not exist on "
-                                          f"{s.host}:{s.port}")
+                                          f"{s.host}:{s.port}",
+                                          hint="if it was renamed, set dbMapping.table to its new name, then "
+                                               f"`sluice repair --config {cfg.file} --group {group or '<group>'} "
+                                               f"--mapping {m.file}` brings over what changed under the old one; if "
+                                               "it was dropped, remove the mapping")
                     m.validate_against_source(cols, pk, t)
                     if not spec.mirrorDb:
                         spec.validate_key(catalog.unique_keys(cur, spec.database, t), t)

@@ -87,3 +87,24 @@ def test_a_target_column_dropped_by_hand_is_added_back_and_filled_as_the_fix_say
     assert d.rows() == [(1, "a", None), (2, "z", 8)]
     d.ok("repair", "--group", "g1")
     assert d.rows() == d.source_rows() == [(1, "a", 7), (2, "z", 8)]
+
+
+def test_a_renamed_source_table_is_followed_as_the_fix_says(tmp_path, mariadb, mariadb_target):
+    """A table mapping whose source table was renamed: refused naming it, and the fix (the mapping
+    pointed at the new name, then `sluice repair`) leaves the target equal, the change made under the
+    old name included (a new user's probe: no fix was given, and replaying the old name failed)."""
+    d = make(tmp_path, mariadb, mariadb_target)
+    d.source(f"INSERT INTO `{d.db}`.t VALUES (1, 'a'), (2, 'b')")
+    d.ok("run")
+    d.source(f"UPDATE `{d.db}`.t SET b = 'z' WHERE id = 1", f"RENAME TABLE `{d.db}`.t TO `{d.db}`.t2",
+             f"INSERT INTO `{d.db}`.t2 VALUES (3, 'c')")
+    d.ok("capture", "--once")
+
+    refused = d.run("sync", "--group", "g1")
+    one_message(refused, exitcodes.CONFIG, f"source table {d.db}.t does not exist on",
+                "if it was renamed, set dbMapping.table to its new name")
+    d.edit_mapping(table="t2")  # follow it: the new name, the sync, the repair it names
+    d.ok("sync", "--group", "g1")
+    repair = shlex.split(re.search(r"`sluice (repair [^`]+)`", _fix(refused)).group(1))
+    d.ok(*[a for a in repair if a not in ("--config", str(d.cfg))])
+    assert d.rows() == d.source_rows("t2") == [(1, "z"), (2, "b"), (3, "c")]
