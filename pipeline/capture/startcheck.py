@@ -26,8 +26,9 @@ from .position import Position
 log = get_logger("capture")
 
 #: events a transaction starts with, or that stand outside any transaction
-_STARTS = {"Gtid", "Anonymous_Gtid", "Format_desc", "Rotate", "Gtid_list", "Binlog_checkpoint", "Previous_gtids",
-           "Start_encryption", "Stop", "Query"}
+_GTIDS = ("Gtid", "Anonymous_Gtid", "Gtid_tagged_log")  # MySQL 8.4+: a tagged GTID's event
+_STARTS = {*_GTIDS, "Format_desc", "Rotate", "Gtid_list", "Binlog_checkpoint", "Previous_gtids", "Start_encryption",
+           "Stop", "Query"}
 #: statements of a Query event that is inside a transaction (not its start, not a DDL of its own)
 _INSIDE = ("COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE", "XA END", "XA PREPARE", "INSERT", "UPDATE", "DELETE",
            "REPLACE", "LOAD")
@@ -84,7 +85,7 @@ def _around(conn: Any, at: Position) -> tuple[int | None, int | None]:
         for r in _paged(conn, at.logfile, 4):
             if r[1] > at.logpos:
                 break
-            if r[2] in ("Gtid", "Anonymous_Gtid"):
+            if r[2] in _GTIDS:
                 start, after_gtid = r[1], True
                 continue
             if r[2] == "Query" and _is_start(r) and not after_gtid:  # a BEGIN after its GTID event: that one
