@@ -1,0 +1,52 @@
+"""`capture --from FILE:POS` must name a transaction's start (pipeline/capture/startcheck.py), on both
+servers' binlogs as SHOW BINLOG EVENTS lists them: MariaDB's GTID events, Oracle MySQL's GTID,
+tagged-GTID (8.4+) and BEGIN events start one; a table map, rows or the commit are inside it, and
+the refusal names the transaction's start and the next one's. (Through the CLI, followed to the end:
+tests/integration/test_operator_store.py.)"""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from pipeline.capture.position import Position
+from pipeline.capture.startcheck import check_start
+from sluice_common.errors import UsageError
+from tests.support import sysbench
+
+
+@pytest.mark.parametrize("flavor", ["mariadb", "mysql"])
+def test_only_a_transactions_start_is_a_start(flavor, request):
+    info = request.getfixturevalue(flavor)
+    db = f"start_{uuid.uuid4().hex[:8]}"
+    sysbench.create_database(info, db)
+    try:
+        with sysbench.connect(info, db) as c, c.cursor() as cur:
+            cur.execute("CREATE TABLE t (id INT PRIMARY KEY)")
+            cur.execute("SHOW BINARY LOG STATUS" if flavor == "mysql" else "SHOW MASTER STATUS")
+            logfile, first = cur.fetchone()[:2]
+            if flavor == "mysql":  # a tagged GTID: its own event type
+                cur.execute("SELECT @@server_uuid")
+                cur.execute(f"SET gtid_next = '{cur.fetchone()[0]}:sluice:{uuid.uuid4().int % 10**9 + 1}'")
+                cur.execute("INSERT INTO t VALUES (1)")
+                cur.execute("SET gtid_next = 'AUTOMATIC'")
+            cur.execute("BEGIN")
+            cur.execute("INSERT INTO t VALUES (2)")
+            cur.execute("INSERT INTO t VALUES (3)")
+            cur.execute("COMMIT")
+            cur.execute("SHOW BINLOG EVENTS IN %s FROM %s", (logfile, first))
+            events = [(r[1], r[2], str(r[5])) for r in cur.fetchall()]
+            starts = [p for p, kind, _ in events if kind.startswith("Gtid") or kind == "Anonymous_Gtid"]
+            for pos, kind, _ in events:
+                inside = kind in ("Table_map", "Annotate_rows", "Xid") or "rows" in kind.lower()
+                if not inside:
+                    check_start(c, Position(logfile=logfile, logpos=pos), "sluice.yml")
+                    continue
+                with pytest.raises(UsageError, match="is inside a transaction") as e:
+                    check_start(c, Position(logfile=logfile, logpos=pos), "sluice.yml")
+                own = max(p for p in starts if p < pos)
+                assert f"--from {logfile}:{own} (the start of that transaction)" in e.value.hint, (kind, e.value.hint)
+            assert any(kind.startswith("Gtid_tagged") for _, kind, _ in events) == (flavor == "mysql")
+    finally:
+        sysbench.drop_database(info, db)
