@@ -66,7 +66,8 @@ def registry_for(rec: dict[str, Any], last_success: dict[str, Any] | None = None
     g_ddl = gauge("sluice_last_run_sync_ddl", "DDL statements applied by the last run, per group.", ("group",))
     g_ok = gauge("sluice_last_run_sync_success", "1 if the group's sync succeeded in the last run.", ("group",))
     g_changes = gauge("sluice_last_run_changes", "Changes by table and kind in the last run (inserted, updated, "
-                      "deleted, skipped duplicates, dead-lettered, missed: UPDATE/DELETE matching no row, folded: "
+                      "deleted, skipped: applied already (a duplicate key, a replayed position), dead-lettered, "
+                      "missed: UPDATE/DELETE matching no row, folded: "
                       "changes folded into a later change of their row).",
                       ("group", "table", "kind"))
     g_exec = gauge("sluice_last_run_executor_count", "Executor-side totals of the last run from Spark accumulators "

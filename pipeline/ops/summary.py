@@ -29,7 +29,7 @@ def sync_lines(group: str, s: dict[str, Any]) -> list[str]:
     t = {k: _sum(s, k) for k in COUNTED}
     line = (f"sync {group}: {s.get('batches', 0)} batches, {s.get('rows', 0)} rows, {s.get('ddl', 0)} DDL in "
             f"{s.get('seconds', 0)} s ({s.get('rows_per_s', 0)} rows/s), cursor {cursor}; inserted {t['inserted']}, "
-            f"updated {t['updated']}, deleted {t['deleted']}, skipped duplicates {t['skipped']}")
+            f"updated {t['updated']}, deleted {t['deleted']}, skipped as applied already {t['skipped']}")
     if t["missed"]:
         line += f", matched no target row {t['missed']}"
     if t["folded"]:

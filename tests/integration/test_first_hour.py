@@ -98,7 +98,7 @@ def test_a_key_that_is_not_unique_at_the_source_is_refused_then_allowed_and_miss
     _capture(d)
     proc = cli("sync", "--config", cfg, "--group", "g1")
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "inserted 2, updated 0, deleted 1, skipped duplicates 1, matched no target row 1" in proc.stdout
+    assert "inserted 2, updated 0, deleted 1, skipped as applied already 1, matched no target row 1" in proc.stdout
     assert f"1 UPDATE/DELETE of {d['db']}.t matched no target row" in proc.stdout
 
     proc = cli("verify", "--config", cfg)  # the source has (1, w) and (2, z); the target only (2, z)
