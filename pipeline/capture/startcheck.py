@@ -7,9 +7,11 @@ probe: two of three updates of a transaction applied, exit 0; a stuck store whos
 fix failed). So before the start is recorded, the event at ``POS`` is read from the source
 (``SHOW BINLOG EVENTS IN 'FILE' FROM POS``): no event there (not an event's start), or one that is
 inside a transaction (a table map, rows, the commit, MariaDB's annotate, a statement's context),
-refuses the start, naming the transaction's own start and the next transaction's when the file
-shows them. The end of the file (no event yet) is a start. A source that does not let the user list
-binlog events (a missing privilege) is warned about, and the start taken as given.
+refuses the start, naming the transaction's own start and the next transaction's when the first
+:data:`_PAGES` x :data:`_PAGE` events of the file (each way) show them; in a longer file the start
+is described, never guessed from the last one the pages held. The end of the file (no event yet)
+is a start. A source that does not let the user list binlog events (a missing privilege) is warned
+about, and the start taken as given.
 """
 
 from __future__ import annotations
@@ -56,13 +58,15 @@ def check_start(conn: Any, at: Position, cfg_file: str) -> None:
         return
     kind = first[0][2]
     start, after = _around(conn, at)
-    options = ([f"--from {at.logfile}:{start} (the start of that transaction)"] if start is not None else []) + \
-        ([f"--from {at.logfile}:{after} (the transaction after it: this one's changes are then not captured)"]
-         if after is not None else [])
+    options = [f"--from {at.logfile}:{start} (the start of that transaction)" if start is not None else
+               f"the start of that transaction (its GTID event or BEGIN before {at.logpos} in SHOW BINLOG EVENTS IN "
+               f"'{at.logfile}' on the source)"]
+    if after is not None:
+        options.append(f"--from {at.logfile}:{after} (the transaction after it: this one's changes are then not "
+                       "captured)")
     raise UsageError(f"--from {at.text()} is inside a transaction (the event there is {kind}): capture would store "
-                      "only the rest of it; nothing was captured or recorded",
-                      hint="start where a transaction starts: " + ("; or ".join(options) if options else
-                           f"its GTID event or BEGIN in SHOW BINLOG EVENTS IN '{at.logfile}' on the source"))
+                     "only the rest of it; nothing was captured or recorded",
+                     hint="start where a transaction starts: " + "; or ".join(options))
 
 
 def _events(conn: Any, logfile: str, pos: int, limit: int, skip: int = 0) -> list[tuple]:
@@ -81,16 +85,18 @@ def _around(conn: Any, at: Position) -> tuple[int | None, int | None]:
     the file's events (at most :data:`_PAGES` pages of :data:`_PAGE` events each way; None: not found)."""
     start = after = None
     try:
-        after_gtid = False
+        after_gtid, found = False, None
         for r in _paged(conn, at.logfile, 4):
-            if r[1] > at.logpos:
+            if r[1] >= at.logpos:  # reached: the last start before it is this transaction's
+                start = found
                 break
             if r[2] in _GTIDS:
-                start, after_gtid = r[1], True
+                found, after_gtid = r[1], True
                 continue
             if r[2] == "Query" and _is_start(r) and not after_gtid:  # a BEGIN after its GTID event: that one
-                start = r[1]
+                found = r[1]
             after_gtid = False
+        # not reached within the pages read (a large file): the start is not known, never a guess
         for r in _paged(conn, at.logfile, at.logpos):
             if r[2] == "Xid" or (r[2] == "Query" and str(r[5]).lstrip().upper().startswith(("COMMIT", "ROLLBACK"))):
                 after = r[4]

@@ -10,6 +10,7 @@ import uuid
 
 import pytest
 
+from pipeline.capture import startcheck
 from pipeline.capture.position import Position
 from pipeline.capture.startcheck import check_start
 from sluice_common.errors import UsageError
@@ -17,13 +18,14 @@ from tests.support import sysbench
 
 
 @pytest.mark.parametrize("flavor", ["mariadb", "mysql"])
-def test_only_a_transactions_start_is_a_start(flavor, request):
+def test_only_a_transactions_start_is_a_start(flavor, request, monkeypatch):
     info = request.getfixturevalue(flavor)
     db = f"start_{uuid.uuid4().hex[:8]}"
     sysbench.create_database(info, db)
     try:
         with sysbench.connect(info, db) as c, c.cursor() as cur:
             cur.execute("CREATE TABLE t (id INT PRIMARY KEY)")
+            cur.execute("FLUSH BINARY LOGS")  # a new file: its start is found within the pages read
             cur.execute("SHOW BINARY LOG STATUS" if flavor == "mysql" else "SHOW MASTER STATUS")
             logfile, first = cur.fetchone()[:2]
             if flavor == "mysql":  # a tagged GTID: its own event type
@@ -31,6 +33,8 @@ def test_only_a_transactions_start_is_a_start(flavor, request):
                 cur.execute(f"SET gtid_next = '{cur.fetchone()[0]}:sluice:{uuid.uuid4().int % 10**9 + 1}'")
                 cur.execute("INSERT INTO t VALUES (1)")
                 cur.execute("SET gtid_next = 'AUTOMATIC'")
+            else:
+                cur.execute("INSERT INTO t VALUES (1)")
             cur.execute("BEGIN")
             cur.execute("INSERT INTO t VALUES (2)")
             cur.execute("INSERT INTO t VALUES (3)")
@@ -48,5 +52,14 @@ def test_only_a_transactions_start_is_a_start(flavor, request):
                 own = max(p for p in starts if p < pos)
                 assert f"--from {logfile}:{own} (the start of that transaction)" in e.value.hint, (kind, e.value.hint)
             assert any(kind.startswith("Gtid_tagged") for _, kind, _ in events) == (flavor == "mysql")
+            # a file longer than the pages read (CI's binlogs: 48 MB): the start is not found, and not guessed
+            # (the pages end inside the first transaction: its start is no start of the second's)
+            monkeypatch.setattr(startcheck, "_PAGE", 4)
+            monkeypatch.setattr(startcheck, "_PAGES", 1)
+            last = max(p for p, kind, _ in events if kind == "Table_map")
+            with pytest.raises(UsageError) as e:
+                check_start(c, Position(logfile=logfile, logpos=last), "sluice.yml")
+            assert "(the start of that transaction)" not in e.value.hint, e.value.hint
+            assert f"its GTID event or BEGIN before {last} in SHOW BINLOG EVENTS IN '{logfile}'" in e.value.hint
     finally:
         sysbench.drop_database(info, db)
