@@ -1,6 +1,6 @@
 """`capture --from FILE:POS` must name a transaction's start (pipeline/capture/startcheck.py), on both
-servers' binlogs as SHOW BINLOG EVENTS lists them: MariaDB's GTID events, Oracle MySQL's GTID,
-tagged-GTID (8.4+) and BEGIN events start one; a table map, rows or the commit are inside it, and
+servers' binlogs as SHOW BINLOG EVENTS lists them: MariaDB's GTID events, Oracle MySQL's GTID and
+BEGIN events start one; a table map, rows or the commit are inside it, and
 the refusal names the transaction's start and the next one's. (Through the CLI, followed to the end:
 tests/integration/test_operator_store.py.)"""
 
@@ -28,13 +28,9 @@ def test_only_a_transactions_start_is_a_start(flavor, request, monkeypatch):
             cur.execute("FLUSH BINARY LOGS")  # a new file: its start is found within the pages read
             cur.execute("SHOW BINARY LOG STATUS" if flavor == "mysql" else "SHOW MASTER STATUS")
             logfile, first = cur.fetchone()[:2]
-            if flavor == "mysql":  # a tagged GTID: its own event type
-                cur.execute("SELECT @@server_uuid")
-                cur.execute(f"SET gtid_next = '{cur.fetchone()[0]}:sluice:{uuid.uuid4().int % 10**9 + 1}'")
-                cur.execute("INSERT INTO t VALUES (1)")
-                cur.execute("SET gtid_next = 'AUTOMATIC'")
-            else:
-                cur.execute("INSERT INTO t VALUES (1)")
+            cur.execute("INSERT INTO t VALUES (1)")  # (no tagged GTID here: it would stay in the shared
+            # server's gtid_executed, which python-mysql-replication, the tests' reference decoder, cannot
+            # parse; the tagged event's name: tests/unit/test_capture_startcheck_events.py)
             cur.execute("BEGIN")
             cur.execute("INSERT INTO t VALUES (2)")
             cur.execute("INSERT INTO t VALUES (3)")
@@ -51,7 +47,6 @@ def test_only_a_transactions_start_is_a_start(flavor, request, monkeypatch):
                     check_start(c, Position(logfile=logfile, logpos=pos), "sluice.yml")
                 own = max(p for p in starts if p < pos)
                 assert f"--from {logfile}:{own} (the start of that transaction)" in e.value.hint, (kind, e.value.hint)
-            assert any(kind.startswith("Gtid_tagged") for _, kind, _ in events) == (flavor == "mysql")
             # a file longer than the pages read (CI's binlogs: 48 MB): the start is not found, and not guessed
             # (the pages end inside the first transaction: its start is no start of the second's)
             monkeypatch.setattr(startcheck, "_PAGE", 4)
