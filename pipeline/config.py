@@ -130,6 +130,10 @@ class TableFilter(_Frozen):
                 raise ValueError(f"bad regex {pattern!r}: {e}") from None
         return v
 
+    def text(self) -> str:
+        """``include a, b; exclude c`` (for messages)."""
+        return f"include {', '.join(self.include)}" + (f"; exclude {', '.join(self.exclude)}" if self.exclude else "")
+
     def matches(self, database: str, table: str) -> bool:
         """True if ``database.table`` is included and not excluded."""
         name = f"{database}.{table}"

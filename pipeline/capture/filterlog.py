@@ -34,6 +34,11 @@ def recorded(root: Path) -> dict[str, Any] | None:
         return None
 
 
+def as_filter(was: dict[str, Any]) -> TableFilter:
+    """A :func:`recorded` filter as the config's kind."""
+    return TableFilter(include=tuple(was["include"]), exclude=tuple(was["exclude"]))
+
+
 def record(root: Path, cfg: Config) -> None:
     """Record ``cfg``'s filter as the store's."""
     f = cfg.source.filter
@@ -50,7 +55,7 @@ def check(root: Path, cfg: Config, conn: Any) -> None:
     if was is not None and (tuple(was["include"]), tuple(was["exclude"])) == (f.include, f.exclude):
         return
     if was is not None:
-        old = TableFilter(include=tuple(was["include"]), exclude=tuple(was["exclude"]))
+        old = as_filter(was)
         with conn.cursor() as cur:
             cur.execute("SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA NOT IN "
                         f"({', '.join(['%s'] * len(_SYSTEM))}) ORDER BY 1, 2", _SYSTEM)
@@ -60,11 +65,9 @@ def check(root: Path, cfg: Config, conn: Any) -> None:
             more = f" (and {len(lost) - 5} more)" if len(lost) > 5 else ""
             raise ConfigError(cfg.file, "source.filter",
                               f"leaves out {', '.join(lost[:5])}{more}, which this store's captures so far took "
-                              f"(filter include {', '.join(old.include)}"
-                              + (f"; exclude {', '.join(old.exclude)}" if old.exclude else "")
-                              + f", recorded by {was.get('config')}): capturing with it would move the store's "
-                              "position past their changes for every deployment that uses this store; nothing "
-                              "was captured",
+                              f"(filter {old.text()}, recorded by {was.get('config')}): capturing with it would move "
+                              "the store's position past their changes for every deployment that uses this store; "
+                              "nothing was captured",
                               hint="if another deployment shares this store (the same store.path and source.name), "
                                    f"give this one its own store.path in {cfg.file}; if no deployment needs those "
                                    f"tables any more: sluice store set-filter --config {cfg.file}")

@@ -78,11 +78,8 @@ def set_filter(config: str = typer.Option(..., "--config", "-c", help="The deplo
     with store.capture_lock():
         was = filterlog.recorded(store.root)
         filterlog.record(store.root, cfg)
-    f = cfg.source.filter
-    typer.echo(f"store {store.root}: capture filter include {', '.join(f.include)}"
-               + (f"; exclude {', '.join(f.exclude)}" if f.exclude else "")
-               + (f" (was include {', '.join(was['include'])}" + (f"; exclude {', '.join(was['exclude'])}"
-                                                                   if was["exclude"] else "") + ")" if was else ""))
+    was_text = f" (was {filterlog.as_filter(was).text()})" if was else ""
+    typer.echo(f"store {store.root}: capture filter {cfg.source.filter.text()}{was_text}")
 
 
 @store_app.command("verify")

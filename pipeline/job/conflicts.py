@@ -47,11 +47,6 @@ def _captured_by_us(cfg: Config) -> bool:
     return not (cfg.store.kind == "kafka" and kafka is not None and kafka.writtenBy == "canal")
 
 
-def _filter_text(cfg: Config) -> str:
-    f = cfg.source.filter
-    return f"include {', '.join(f.include)}" + (f"; exclude {', '.join(f.exclude)}" if f.exclude else "")
-
-
 def not_captured(cfg: Config, m: Mapping, group: str | None, database: str, table: str, key: str,
                  more: str = "", pattern: str | None = None) -> ConfigError:
     """The refusal of a mapped ``database.table`` that ``source.filter`` leaves out (``pattern``: the
@@ -59,7 +54,7 @@ def not_captured(cfg: Config, m: Mapping, group: str | None, database: str, tabl
     name = f"{database}.{table}"
     pattern = pattern or f"{re.escape(database)}\\.{re.escape(table)}"
     return ConfigError(m.file, key, f"source table {name} is not captured: source.filter in {cfg.file} leaves it out "
-                       f"({_filter_text(cfg)}){more}, so none of its changes would reach the target",
+                       f"({cfg.source.filter.text()}){more}, so none of its changes would reach the target",
                        hint=f"add {pattern} to source.filter.include in {cfg.file} (and take it out of exclude), or "
                        "remove the mapping; rows written to a table the filter never captured are not in the store: "
                        f"load them with `sluice etl --config {cfg.file} --group {group or '<group>'} --mapping "
