@@ -81,6 +81,7 @@ from .xa import XaBook, parse_xa_statement, savepoint_name
 if TYPE_CHECKING:
     from .reader import BinlogReader
 
+TAGGED_GTID = 42  # MySQL 8.4+ GTID_TAGGED_LOG_EVENT (items.IGNORED_TYPES)
 _START_TX = re.compile(r"\s+START\s+TRANSACTION\s*$", re.I)
 _TEMPORARY = re.compile(r"^\s*(?:CREATE|DROP)\s+(?:OR\s+REPLACE\s+)?TEMPORARY\b", re.I)
 
@@ -228,6 +229,8 @@ class Framer:
                         header = self._past(ev.next, header)
                 elif cls is OtherEv:
                     refuse_event(ev.type_code, self.logfile, ev.start)
+                    if ev.type_code == TAGGED_GTID:  # framed by its BEGIN/XID; its GTID is not kept
+                        gtids.gtid_partial = True
                     if not tx_open and ev.type_code in HEADER_TYPES:
                         header = self._past(ev.next, header)
                 elif cls is EndEv:

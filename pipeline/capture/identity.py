@@ -15,6 +15,8 @@ anything is read, :func:`resolve_start` decides:
   then compares the start file's format description event with ``fileTs`` before it hands on
   anything from that file (:func:`check_file`): the same name after ``RESET MASTER`` /
   ``RESET BINARY LOGS AND GTIDS`` is another file.
+* **A partial GTID set** (``gtidPartial``, MySQL: tagged GTIDs read, or a start without a GTID set)
+  is never resumed by GTID: on another server, or with ``source.resumeBy: gtid``, it is refused by name.
 * **A position without these keys** (stored by an older Sluice, ``sluice capture --from``): MariaDB
   checks that ``BINLOG_GTID_POS`` at the coordinates is the stored GTID state.
 
@@ -72,6 +74,13 @@ def snapshot_fix(config_file: str) -> str:
             "again and starts capture at the source's current position); capture never jumps there by itself")
 
 
+#: why a position whose GTID set is partial (Position.gtid_partial) is not resumed by GTID
+PARTIAL_GTID = ("has a partial GTID set: it lacks transactions before the position (tagged GTIDs, MySQL "
+                "uuid:tag:n, that capture read, or those before a start that named no GTID set, such as sluice "
+                "capture --from FILE:POS): resumed by GTID, the server would send those transactions again and "
+                "the targets would apply old row images over newer ones")
+
+
 def resolve_start(conn: pymysql.connections.Connection, flavor: str, start: Position, resume_by: str,
                   config_file: str) -> Resume:
     """How capture resumes ``start`` on the connected server (see the module docstring)."""
@@ -82,6 +91,10 @@ def resolve_start(conn: pymysql.connections.Connection, flavor: str, start: Posi
         if same is False:
             return _failover(cur, flavor, start, server, config_file)
         mode = resume_by if resume_by != "auto" else ("file" if start.logfile else "gtid")
+        if mode == "gtid" and start.gtid and start.gtid_partial:
+            raise PositionError(f"source.resumeBy: gtid, but the stored position {start.text()} {PARTIAL_GTID}",
+                                hint=f"set source.resumeBy: file (or auto) in {config_file}: the position resumes "
+                                     "by file and offset on this server, the one it was read from")
         if mode == "file":
             validate_start(conn, start, fix)
         if start.gtid:
@@ -120,6 +133,9 @@ def _failover(cur, flavor: str, start: Position, server: ServerId, config_file: 
                             hint="let capture finish the transaction on the old server, or drop its split batches "
                             f"with sluice store recapture --config {config_file} --from N (N: the first batch that "
                             "ends inside it) so that this server's copy of it is read again whole")
+    if start.gtid_partial:
+        raise PositionError(f"{head}, and the position {PARTIAL_GTID}",
+                            hint=f"point source.host/port at the server the position was read from, or {fix}")
     if start.xa:
         raise PositionError(f"{head}, and the position holds {len(start.xa)} prepared XA transaction(s) whose "
                             "XA PREPARE groups are in the old server's binlog files", hint=f"let capture read "

@@ -209,9 +209,11 @@ def _say_failover(resume: Resume) -> None:
 
 
 def _stamper(resume: Resume, reader: BinlogReader):
-    """What the batcher does to each position it stores: name the server and the file's creation time."""
+    """What the batcher does to each position it stores: name the server and the file's creation time,
+    and mark it when its GTID set lacks a tagged GTID read so far (once set, every later one)."""
     formats = reader.formats
 
     def stamped(p: Position) -> Position:
-        return stamp(p, resume.server).with_(file_ts=formats.get(p.logfile))
+        return stamp(p, resume.server).with_(file_ts=formats.get(p.logfile),
+                                              gtid_partial=p.gtid_partial or reader.gtids.gtid_partial)
     return stamped

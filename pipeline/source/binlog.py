@@ -30,6 +30,10 @@ class Position:
     server_id: int | None = None
     server_uuid: str | None = None
     file_ts: int | None = None
+    #: the GTID set is partial (MySQL): it lacks tagged GTIDs (``uuid:tag:n``) of transactions capture
+    #: read, or the transactions before a start that named no GTID set; it cannot be resumed by GTID
+    #: (the server would send those transactions again)
+    gtid_partial: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"logfile": self.logfile, "logpos": self.logpos, "gtid": self.gtid,
@@ -45,6 +49,8 @@ class Position:
             d["serverUuid"] = self.server_uuid
         if self.file_ts:
             d["fileTs"] = self.file_ts
+        if self.gtid_partial:
+            d["gtidPartial"] = True
         return d
 
     @classmethod
@@ -54,7 +60,8 @@ class Position:
                        next_id=int(d.get("nextId", 1)), skip_events=int(d.get("skipEvents", 0)),
                        split_gtid=d.get("splitGtid"), xa=tuple(d.get("xa") or ()),
                        server_id=None if d.get("serverId") is None else int(d["serverId"]),
-                       server_uuid=d.get("serverUuid") or None, file_ts=int(d.get("fileTs") or 0) or None)
+                       server_uuid=d.get("serverUuid") or None, file_ts=int(d.get("fileTs") or 0) or None,
+                       gtid_partial=d.get("gtidPartial") is True)
         except (KeyError, TypeError, ValueError) as e:
             raise PositionError(f"the stored capture position {d!r} is not a capture position ({e})",
                                 hint="set a valid start position (see docs/capture.md)") from None

@@ -89,3 +89,79 @@ def test_a_failover_refuses_positions_it_cannot_resume_by_gtid_naming_why():
             _failover(None, "mariadb", pos, server, "s.yml")  # refused before the server is asked
         assert "the source is another server (server_id 102) than the one the stored position" in str(e.value)
         assert why in str(e.value)
+
+
+UUID = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
+
+
+def test_a_tagged_gtid_marks_every_later_position_as_one_that_cannot_resume_by_gtid():
+    """MySQL 8.4+ tagged GTIDs (``uuid:tag:n``, event 42) are framed by their BEGIN/XID but not added to
+    the stored set: the positions say so, round-trip it, and pass it on to the next capture's."""
+    from types import SimpleNamespace as NS
+
+    from pipeline.capture.events import OtherEv, QueryEv, XidEv
+    from pipeline.capture.framer import Framer
+    from pipeline.capture.items import Commit
+    from pipeline.capture.position import GtidState
+    from pipeline.capture.runner import _stamper
+    from pipeline.capture.xa import XaBook
+
+    start = Position("binlog.000003", 4, f"{UUID}:1-7", server_id=1, server_uuid=UUID)
+    reader = NS(gtids=GtidState("mysql", start.gtid), start=start, opts=NS(stop_at=None), codecs_by_id={},
+                events=0, last_ts=None, logfile=start.logfile, logpos=4, formats={})
+    plain = list(Framer(reader, XaBook()).run([[QueryEv(1, 4, 90, b"", b"BEGIN"), XidEv(1, 90, 121)]]))
+    stamped = _stamper(Resume(start, "file", ServerId(1, UUID)), reader)
+    assert not stamped(Position("binlog.000003", 121, start.gtid)).gtid_partial
+    tagged = [OtherEv(42, 1, 121, 200), QueryEv(1, 200, 280, b"", b"BEGIN"), XidEv(1, 280, 311)]
+    items = list(Framer(reader, XaBook()).run([tagged]))
+    assert [type(i) for i in plain] == [type(i) for i in items[-2:]] and isinstance(items[-1], Commit)
+    assert items[-1].gtid == f"{UUID}:1-7"  # the set does not hold the tagged GTID ...
+    end = stamped(Position("binlog.000003", 311, items[-1].gtid))
+    assert end.gtid_partial and end.to_dict()["gtidPartial"] is True  # ... and the position says so
+    assert Position.from_dict(end.to_dict()) == end
+    assert "gtidPartial" not in start.to_dict()
+    again = BinlogReader(None, "mysql", end, ReaderOptions())
+    assert again.gtids.gtid_partial  # a resumed capture keeps marking its positions
+    # a MySQL start that names no GTID set (capture --from FILE:POS): the set holds only what is read
+    assert BinlogReader(None, "mysql", Position("binlog.000003", 4), ReaderOptions()).gtids.gtid_partial
+    assert not BinlogReader(None, "mysql", start, ReaderOptions()).gtids.gtid_partial
+    assert not BinlogReader(None, "mariadb", Position("b.000001", 4), ReaderOptions()).gtids.gtid_partial
+
+
+def test_a_position_that_gtid_partial_gtids_is_not_resumed_by_gtid():
+    """Resumed by GTID the server would send the tagged transactions again: refused by name, on a
+    failover and with ``source.resumeBy: gtid``; by file on its own server it resumes."""
+    from pipeline.capture.identity import resolve_start
+
+    pos = Position("binlog.000003", 311, f"{UUID}:1-7", server_id=1, server_uuid=UUID, gtid_partial=True)
+    with pytest.raises(PositionError) as e:
+        _failover(None, "mysql", pos, ServerId(2, "b" * 36), "s.yml")
+    assert "has a partial GTID set: it lacks transactions before the position (tagged GTIDs" in str(e.value)
+    assert "point source.host/port at the server the position was read from" in str(e.value)
+
+    class Cur:
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def execute(self, sql, args=None):
+            assert "server_id" in sql, f"refused before anything else is asked: {sql}"
+
+        def fetchone(self):
+            return (1, UUID)
+
+    conn = _Conn(Cur)
+    with pytest.raises(PositionError) as e:
+        resolve_start(conn, "mysql", pos, "gtid", "s.yml")
+    assert "source.resumeBy: gtid, but the stored position binlog.000003:311" in str(e.value)
+    assert "set source.resumeBy: file (or auto) in s.yml" in str(e.value)
+
+
+class _Conn:  # a stand-in for a pymysql connection's cursor() only
+    def __init__(self, cur):
+        self._cur = cur
+
+    def cursor(self):
+        return self._cur()
