@@ -13,7 +13,11 @@ the run record and ``sluice status``) what the change means for rows:
   turned on): rows applied before do not have it; the summary names the columns and the command
   that backfills them;
 * **a new mapping file**: rows its table held before the pending batches are not in its target;
-  the same backfill command loads them.
+  the same backfill command loads them;
+* **a mapping pointed elsewhere** (``targetTable``/``targetDb``, ``targetPk``, a target column fed by
+  another source column; an ES index, ``_id`` or SQL; an HBase table, family, row key or mode): rows
+  applied before are where and as the old mapping wrote them; the summary names what changed and
+  the same command rewrites them (records without this part, from older syncs, are not compared).
 
 Nothing is refused: each is something an operator may mean. It is said once, at the first sync
 after the change (the record moves on when that sync acks).
@@ -61,16 +65,35 @@ def writes(m: Mapping) -> list[str]:
     return []
 
 
+def target(m: Mapping) -> dict[str, Any]:
+    """Where and how ``m`` writes its rows (compared field by field at the next sync)."""
+    spec = m.spec
+    if isinstance(spec, DbMapping):
+        if spec.mirrorDb:
+            return {"database": spec.target_schema}
+        name = spec.target_name if spec.target_schema is None else f"{spec.target_schema}.{spec.target_name}"
+        key = dict(spec.primary_key)
+        return {"table": name, "key": key, "columns": {t: s for t, s in spec.column_pairs if t not in key}}
+    if isinstance(spec, EsMapping):
+        return {"index": spec.index, "id": spec.id or spec.pk, "sql": " ".join(spec.sql.split())}
+    if isinstance(spec, HbaseMapping):
+        return {"table": spec.hbaseTable, "family": spec.family, "rowKey": spec.rowKey, "mode": spec.mode}
+    return {}
+
+
 def _path(root: Path, group: str) -> Path:
     return Path(root) / FOLDER / f"{group}.json"
 
 
-def recorded(root: Path, group: str) -> dict[str, dict[str, list[str]]] | None:
-    """``{file: {"reads": [...], "writes": [...]}}`` of the group's last sync (None: none yet)."""
+def recorded(root: Path, group: str) -> dict[str, dict[str, Any]] | None:
+    """``{file: {"reads": [...], "writes": [...], "target": {...} or None}}`` of the group's last sync
+    (None: none yet; ``target`` None: recorded before targets were)."""
     try:
         body = json.loads(_path(root, group).read_bytes())
         files = body["mappings"]
-        return {str(f): {"reads": list(v["reads"]), "writes": list(v["writes"])} for f, v in files.items()}
+        return {str(f): {"reads": list(v["reads"]), "writes": list(v["writes"]),
+                         "target": dict(v["target"]) if v.get("target") is not None else None}
+                for f, v in files.items()}
     except FileNotFoundError:
         return None
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
@@ -83,7 +106,7 @@ def remember(root: Path, group: str, mappings: tuple[Mapping, ...]) -> None:
     """Record the group's mappings after a sync that acked (best effort: a store that cannot take
     the file only loses the comparison)."""
     body = {"format": 1, "group": group, "at": now_iso(),
-            "mappings": {m.file: {"reads": reads(m), "writes": writes(m)} for m in mappings}}
+            "mappings": {m.file: {"reads": reads(m), "writes": writes(m), "target": target(m)} for m in mappings}}
     try:
         _path(root, group).parent.mkdir(parents=True, exist_ok=True)
         write_atomic(_path(root, group), (json.dumps(body, indent=1, ensure_ascii=False) + "\n").encode())
@@ -101,9 +124,11 @@ class Changes:
     widened: dict[str, list[str]] = field(default_factory=dict)
     #: files new since the last sync
     added: list[str] = field(default_factory=list)
+    #: file -> what of its target changed (``what: old -> new``)
+    moved: dict[str, list[str]] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
-        return bool(self.dropped or self.widened or self.added)
+        return bool(self.dropped or self.widened or self.added or self.moved)
 
 
 def compare(root: Path, group: str, mappings: tuple[Mapping, ...]) -> Changes:
@@ -122,6 +147,9 @@ def compare(root: Path, group: str, mappings: tuple[Mapping, ...]) -> Changes:
             new = _new_columns(was["writes"], writes(m))
             if new:
                 out.widened[file] = new
+            moved = _moved(was["target"], target(m))
+            if moved:
+                out.moved[file] = moved
     out.added = [f for f in now if f not in before]
     return out
 
@@ -133,6 +161,33 @@ def _covers(m: Mapping, table: str) -> bool:
 
 def _same(a: str, b: str) -> bool:
     return a == b or "*" in (a, b)
+
+
+def _moved(was: dict[str, Any] | None, now: dict[str, Any]) -> list[str]:
+    """What of a mapping's target changed (nothing when the record has no target: an older sync's)."""
+    if was is None or was == now:
+        return []
+    out = []
+    for part in now.keys() | was.keys():
+        old, new = was.get(part), now.get(part)
+        if old == new:
+            continue
+        if part == "columns" and isinstance(old, dict) and isinstance(new, dict):
+            out += [f"column {t} from {new[t]} (was {old[t]})" for t in sorted(new.keys() & old.keys())
+                    if new[t] != old[t]]  # added or removed columns: said as widened, or dropped from the target
+        elif part == "key" and isinstance(old, dict) and isinstance(new, dict):
+            out.append(f"key {_pairs(new)} (was {_pairs(old)})")
+        else:
+            out.append(f"{part} {_text(new)} (was {_text(old)})")
+    return sorted(out)
+
+
+def _pairs(d: dict) -> str:
+    return ", ".join(f"{t}={s}" for t, s in d.items())
+
+
+def _text(v: Any) -> str:
+    return "none" if v is None else str(v)
 
 
 def _new_columns(was: list[str], now: list[str]) -> list[str]:
@@ -164,6 +219,9 @@ def notes(cfg: Any, group: str, changes: Changes, skipped: dict[str, int], curso
     for file, cols in sorted(changes.widened.items()):
         out.append(f"{file} now writes {', '.join(cols)}: rows applied before this sync lack it; backfill them: "
                    f"{backfill_command(cfg, group, file)}")
+    for file, what in sorted(changes.moved.items()):
+        out.append(f"{file} now writes with {'; '.join(what)}: rows applied before this sync are where and as the "
+                   f"old mapping wrote them; rewrite them: {backfill_command(cfg, group, file)}")
     for file in changes.added:
         out.append(f"{file} is new since the last sync: rows its table held before the pending batches are not in "
                    f"its target; load them: {backfill_command(cfg, group, file)}")

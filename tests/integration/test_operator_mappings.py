@@ -4,7 +4,8 @@ filter leaves out, a file carrying another group's ``groupId``, an unknown ``dat
 mappings of one source table into one target table, two groups writing one target table (one
 message naming the file(s), exit 2, nothing applied). Said in the summary and in status: a mapping
 removed while its changes are pending (rows skipped, table by table), a column added to a mapping
-(the backfill command). Each fix is followed and loses no row."""
+(the backfill command), a mapping pointed at another table (the rewrite command). Each fix is
+followed and loses no row."""
 
 from __future__ import annotations
 
@@ -167,3 +168,24 @@ def test_a_column_added_to_a_mapping_names_the_backfill(tmp_path, mariadb, maria
     d.ok(*_fix_command(proc.stdout, "backfill them: "))  # follow it
     assert d.rows() == d.source_rows() == [(1, "a", 10), (2, "b", 20), (3, "c", 30)]
     assert "all equal (exit 0)" in d.ok("verify").stdout
+
+
+def test_a_mapping_pointed_at_another_table_names_the_rewrite(tmp_path, mariadb, mariadb_target):
+    """targetTable changed between syncs: rows applied before stay in the old table; the note says
+    so (summary and status) and its command fills the new one."""
+    d = make(tmp_path, mariadb, mariadb_target)
+    d.source(f"INSERT INTO `{d.db}`.t VALUES (1, 'a'), (2, 'b')")
+    d.ok("run")
+    d.target(f"CREATE TABLE `{d.tdb}`.t2 (id INT PRIMARY KEY, b VARCHAR(40))")
+    d.edit_mapping(targetTable="t2")
+    d.source(f"INSERT INTO `{d.db}`.t VALUES (3, 'c')")
+    proc = d.ok("run")
+    note = ("note: mappings/t.yml now writes with table t2 (was t): rows applied before this sync are where and as "
+            "the old mapping wrote them; rewrite them: sluice repair ")
+    assert note in proc.stdout, proc.stdout
+    assert d.rows("t2") == [(3, "c")] and d.rows() == [(1, "a"), (2, "b")]
+    assert "mappings/t.yml now writes with table t2 (was t)" in d.ok("status").stdout
+
+    d.ok(*_fix_command(proc.stdout, "rewrite them: "))  # follow it
+    assert d.rows("t2") == d.source_rows() == [(1, "a"), (2, "b"), (3, "c")]
+    assert "mappings/t.yml now writes" not in d.ok("run").stdout  # said once

@@ -42,3 +42,35 @@ def test_a_mirror_still_covers_its_tables_and_named_columns_grow(tmp_path):
     assert not mapped.compare(tmp_path, "g1", (mirror,)).dropped  # d.* still reads d.t
     more = _m("t.yml", table="t", targetColumns={"b": None, "c": None})
     assert mapped.compare(tmp_path, "g1", (more,)).widened == {"t.yml": ["c"]}
+
+
+def test_a_mapping_pointed_elsewhere_is_said_with_what_changed(tmp_path):
+    """targetTable, targetPk and a re-pointed column are compared; a record from before targets were
+    recorded is not (nothing to compare with), nor is a mapping whose target is the same."""
+    import json
+
+    t = _m("t.yml", table="t", targetColumns={"a": None, "b": "b"})
+    es = parse_mapping({"esMapping": {"_index": "i", "_id": "_id", "sql": "SELECT a.id AS _id, a.x FROM t a"}},
+                       "e.yml")
+    mapped.remember(tmp_path, "g1", (t, es))
+    assert not mapped.compare(tmp_path, "g1", (t, es))
+    moved = _m("t.yml", table="t", targetTable="t2", targetPk={"id": "uid"}, targetColumns={"a": "z", "b": "b"})
+    es2 = parse_mapping({"esMapping": {"_index": "i2", "_id": "_id", "sql": "SELECT a.id AS _id,\n a.x FROM t a"}},
+                        "e.yml")
+    changes = mapped.compare(tmp_path, "g1", (moved, es2))
+    assert changes.moved == {"t.yml": ["column a from z (was a)", "key id=uid (was id=id)", "table t2 (was t)"],
+                             "e.yml": ["index i2 (was i)"]}  # the SQL's whitespace is no change
+    notes = mapped.notes(SimpleNamespace(file="s.yml"), "g1", changes, {}, 3)
+    assert notes[1] == ("t.yml now writes with column a from z (was a); key id=uid (was id=id); table t2 (was t): "
+                        "rows applied before this sync are where and as the old mapping wrote them; rewrite them: "
+                        "sluice repair --config s.yml --group g1 --mapping t.yml")
+    path = tmp_path / "mapped" / "g1.json"
+    body = json.loads(path.read_text())
+    for v in body["mappings"].values():
+        del v["target"]  # as a sync before this record part wrote it
+    path.write_text(json.dumps(body))
+    assert not mapped.compare(tmp_path, "g1", (moved, es2))
+    mirror = parse_mapping({"dbMapping": {"mirrorDb": True, "database": "d", "targetDb": "x"}}, "m.yml")
+    mapped.remember(tmp_path, "g1", (mirror,))
+    other = parse_mapping({"dbMapping": {"mirrorDb": True, "database": "d", "targetDb": "y"}}, "m.yml")
+    assert mapped.compare(tmp_path, "g1", (other,)).moved == {"m.yml": ["database y (was x)"]}
