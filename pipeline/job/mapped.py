@@ -14,6 +14,9 @@ the run record and ``sluice status``) what the change means for rows:
   that backfills them;
 * **a new mapping file**: rows its table held before the pending batches are not in its target;
   the same backfill command loads them;
+* **a group new to the store** (other groups synced from it, this one never: added to a running
+  deployment): its targets get the changes the store holds, not the rows its tables held before;
+  the summary names the load command (said at its first sync only: the sync registers its cursor);
 * **a mapping pointed elsewhere** (``targetTable``/``targetDb``, ``targetPk``, a target column fed by
   another source column; an ES index, ``_id`` or SQL; an HBase table, family, row key or mode): rows
   applied before are where and as the old mapping wrote them; the summary names what changed and
@@ -126,9 +129,11 @@ class Changes:
     added: list[str] = field(default_factory=list)
     #: file -> what of its target changed (``what: old -> new``)
     moved: dict[str, list[str]] = field(default_factory=dict)
+    #: the group is new to a store other groups synced from: those groups (:func:`joined`)
+    joined: list[str] = field(default_factory=list)
 
     def __bool__(self) -> bool:
-        return bool(self.dropped or self.widened or self.added or self.moved)
+        return bool(self.dropped or self.widened or self.added or self.moved or self.joined)
 
 
 def compare(root: Path, group: str, mappings: tuple[Mapping, ...]) -> Changes:
@@ -152,6 +157,13 @@ def compare(root: Path, group: str, mappings: tuple[Mapping, ...]) -> Changes:
                 out.moved[file] = moved
     out.added = [f for f in now if f not in before]
     return out
+
+
+def joined(store: Any, group: str) -> list[str]:
+    """The store's other groups when ``group`` has never synced from it (no cursor yet) while they
+    have: a group added to a running deployment, whose targets get only what the store still holds."""
+    groups = store.groups()
+    return [] if group in groups else sorted(groups)
 
 
 def _covers(m: Mapping, table: str) -> bool:
@@ -211,6 +223,11 @@ def notes(cfg: Any, group: str, changes: Changes, skipped: dict[str, int], curso
     """What to tell the operator about ``changes`` (``skipped``: rows of dropped tables this sync
     acked without applying, by ``db.table``; ``cursor``: the group's cursor before the sync)."""
     out = []
+    if changes.joined:
+        out.append(f"group {group} is new to this store (group {', '.join(changes.joined)} synced from it before): "
+                   "it applies the changes the store holds, from its first batch; rows its tables held before that "
+                   "are not in its targets unless a load put them there (sluice bootstrap, etl); load them: "
+                   f"sluice repair --config {cfg.file} --group {group}")
     for table, file in sorted(changes.dropped.items()):
         rows = sum(n for t, n in skipped.items() if _covers_name(table, t))
         out.append(f"skipped {rows} rows of {table}: no mapping of group {group} covers it any more ({file} read it "

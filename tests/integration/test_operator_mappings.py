@@ -4,8 +4,8 @@ filter leaves out, a file carrying another group's ``groupId``, an unknown ``dat
 mappings of one source table into one target table, two groups writing one target table (one
 message naming the file(s), exit 2, nothing applied). Said in the summary and in status: a mapping
 removed while its changes are pending (rows skipped, table by table), a column added to a mapping
-(the backfill command), a mapping pointed at another table (the rewrite command). Each fix is
-followed and loses no row."""
+(the backfill command), a mapping pointed at another table (the rewrite command), a group added to
+a running deployment (the load). Each fix is followed and loses no row."""
 
 from __future__ import annotations
 
@@ -189,3 +189,35 @@ def test_a_mapping_pointed_at_another_table_names_the_rewrite(tmp_path, mariadb,
     d.ok(*_fix_command(proc.stdout, "rewrite them: "))  # follow it
     assert d.rows("t2") == d.source_rows() == [(1, "a"), (2, "b"), (3, "c")]
     assert "mappings/t.yml now writes" not in d.ok("run").stdout  # said once
+
+
+def test_a_group_added_to_a_running_deployment_names_the_load(tmp_path, mariadb, mariadb_target):
+    """A second group added after the first synced gets only the changes the store holds: its first
+    sync says so and names the load; followed, its target equals the source."""
+    import yaml
+
+    from tests.support.deploy import rdb_adapter
+
+    d = make(tmp_path, mariadb, mariadb_target)
+    # a row from before the store's start (as a bootstrap loaded it into g1's target): not in the binlog
+    d.source("SET SESSION sql_log_bin = 0", f"INSERT INTO `{d.db}`.t VALUES (0, 'z')")
+    d.target(f"INSERT INTO `{d.tdb}`.t VALUES (0, 'z')")
+    d.source(f"INSERT INTO `{d.db}`.t VALUES (1, 'a'), (2, 'b')")
+    d.ok("run")
+    d.target(f"CREATE DATABASE `{d.db}_t2`", f"CREATE TABLE `{d.db}_t2`.t (id INT PRIMARY KEY, b VARCHAR(40))")
+    (tmp_path / "mappings2").mkdir()
+    (tmp_path / "mappings2" / "t.yml").write_text(yaml.safe_dump({**t_mapping(d.db), "outerAdapterKey": "t2"}))
+    raw = d.config()
+    raw["groups"].append({"groupId": "g2", "outerAdapters": [rdb_adapter(mariadb_target, "t2", f"{d.db}_t2")],
+                          "mappings": ["mappings2/*.yml"]})
+    d.write_config(raw)
+    d.source(f"UPDATE `{d.db}`.t SET b = 'B' WHERE id = 2", f"INSERT INTO `{d.db}`.t VALUES (3, 'c')")
+    proc = d.ok("run")
+    note = ("note: group g2 is new to this store (group g1 synced from it before): it applies the changes the store "
+            "holds, from its first batch")
+    assert note in proc.stdout, proc.stdout
+    assert d.target(f"SELECT * FROM `{d.db}_t2`.t ORDER BY 1") == [(1, "a"), (2, "B"), (3, "c")]  # no row 0
+    d.ok(*_fix_command(proc.stdout, "load them: "))  # follow it
+    assert d.target(f"SELECT * FROM `{d.db}_t2`.t ORDER BY 1") == d.source_rows() == [(0, "z"), (1, "a"), (2, "B"),
+                                                                        (3, "c")]
+    assert "is new to this store" not in d.ok("run").stdout  # said once

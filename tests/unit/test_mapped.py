@@ -74,3 +74,18 @@ def test_a_mapping_pointed_elsewhere_is_said_with_what_changed(tmp_path):
     mapped.remember(tmp_path, "g1", (mirror,))
     other = parse_mapping({"dbMapping": {"mirrorDb": True, "database": "d", "targetDb": "y"}}, "m.yml")
     assert mapped.compare(tmp_path, "g1", (other,)).moved == {"m.yml": ["database y (was x)"]}
+
+
+def test_a_group_new_to_a_store_other_groups_synced_from_is_said_once():
+    """Added to a running deployment, a group's targets get only what the store holds: its first sync
+    names the load; not once it has a cursor, nor in a store no group synced from yet."""
+    store = SimpleNamespace(groups=lambda: ["g1", "g3"])
+    assert mapped.joined(store, "g2") == ["g1", "g3"]
+    assert mapped.joined(store, "g1") == []
+    assert mapped.joined(SimpleNamespace(groups=lambda: []), "g2") == []
+    changes = mapped.Changes(joined=["g1", "g3"])
+    assert changes
+    (note,) = mapped.notes(SimpleNamespace(file="s.yml"), "g2", changes, {}, 0)
+    assert note.startswith("group g2 is new to this store (group g1, g3 synced from it before): it applies the "
+                           "changes the store holds, from its first batch; rows its tables held before that")
+    assert note.endswith("load them: sluice repair --config s.yml --group g2")

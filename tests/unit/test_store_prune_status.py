@@ -96,3 +96,18 @@ def test_status(tmp_path: Path) -> None:
 def test_status_of_an_empty_store(tmp_path: Path) -> None:
     st = BatchStore(tmp_path).status()
     assert (st["batches"], st["first_batch"], st["last_batch"], st["last_position"]) == (0, None, None, None)
+
+
+def test_a_group_added_after_a_prune_is_refused_with_commands_that_work(tmp_path: Path) -> None:
+    """A group new to the store needs batch 1, which was pruned (only registered groups protect
+    batches): refused, naming the CLI commands; the cursor the hint names is accepted."""
+    store = make_store(tmp_path, 4)
+    ack_to(store, "g1", 3)
+    assert [m.batch_id for m in store.prune(retain=0)] == [1, 2, 3]
+    with pytest.raises(StoreError) as e:
+        store.get("g2", 1)
+    assert "group 'g2' needs batch 1 (its cursor is 0) but the oldest batch" in str(e.value)
+    assert "sluice store set-cursor --config <config> --group g2 --to 3" in str(e.value)
+    assert "sluice repair --config <config> --group g2" in str(e.value)
+    store.set_cursor("g2", 3)
+    assert [m.batch_id for m in store.get("g2", 5)] == [4]

@@ -54,8 +54,9 @@ def missing_batch_error(store: BatchStore, group: str, cursor: int, expected: in
         return StoreError(
             f"group {group!r} needs batch {expected} (its cursor is {cursor}) but the oldest batch "
             f"in {store.batch_dir} is {first}: the batches before it were pruned or deleted",
-            hint="rebuild the group's targets (bootstrap), or accept the gap and skip ahead with "
-            f"set_cursor({group!r}, {first - 1})",
+            hint=f"skip the pruned batches: sluice store set-cursor --config <config> --group {group} --to "
+            f"{first - 1}, then load what they held into the group's targets: sluice repair --config <config> "
+            f"--group {group}",
         )
     return StoreError(
         f"batch {expected} is missing from {store.batch_dir} (batch {found} follows): the store is damaged",
