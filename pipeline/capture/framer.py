@@ -81,7 +81,7 @@ from .xa import XaBook, parse_xa_statement, savepoint_name
 if TYPE_CHECKING:
     from .reader import BinlogReader
 
-TAGGED_GTID = 42  # MySQL 8.4+ GTID_TAGGED_LOG_EVENT (items.IGNORED_TYPES)
+TAGGED_GTID = 42  # MySQL 8.3+ GTID_TAGGED_LOG_EVENT (items.IGNORED_TYPES)
 _START_TX = re.compile(r"\s+START\s+TRANSACTION\s*$", re.I)
 _TEMPORARY = re.compile(r"^\s*(?:CREATE|DROP)\s+(?:OR\s+REPLACE\s+)?TEMPORARY\b", re.I)
 

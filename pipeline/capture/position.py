@@ -23,7 +23,7 @@ A position is a plain JSON object:
   same name on another server, or after a reset, is another file (:mod:`identity`). Positions
   stored before these keys existed lack them and are still read.
 * ``gtidPartial`` (only when true; MySQL): ``gtid`` lacks transactions before the position: those
-  with a tagged GTID (MySQL 8.4+, ``uuid:tag:n``; framed by their BEGIN/XID, their GTID not kept),
+  with a tagged GTID (MySQL 8.3+, ``uuid:tag:n``; framed by their BEGIN/XID, their GTID not kept),
   or all before a start that named no GTID set (``sluice capture --from FILE:POS``: the set holds
   only what capture read). Such a position resumes by file and offset on the server it was read
   from, never by GTID (:mod:`identity` refuses it by name).
@@ -47,9 +47,9 @@ class GtidState:
         self._set: GtidSet | None = None
         self._text: str | None = None
         self._stale = True
-        #: the set lacks transactions before the position (Position.gtid_partial): a MySQL start
-        #: without a GTID set, or a transaction with a tagged GTID went by
-        self.gtid_partial = flavor != "mariadb" and not initial
+        #: the set lacks transactions before the position (Position.gtid_partial): a transaction
+        #: with a tagged GTID went by, or the start was so marked (a MySQL ``--from FILE:POS``)
+        self.gtid_partial = False
         if flavor == "mariadb":
             for part in (initial or "").split(","):
                 part = part.strip()

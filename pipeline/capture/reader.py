@@ -57,7 +57,7 @@ class BinlogReader:
         self.codecs = codecs or CodecCache()
         self.xa = xa
         self.gtids = GtidState(flavor, start.gtid)
-        self.gtids.gtid_partial |= start.gtid_partial
+        self.gtids.gtid_partial = start.gtid_partial
         self.logfile, self.logpos = start.logfile, start.logpos
         self.last_ts: int | None = None
         self.events = 0

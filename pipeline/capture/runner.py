@@ -99,6 +99,9 @@ def run_capture(cfg: Config, *, follow: bool = False, max_batches: int | None = 
             stored = store.last_position()
             if stored is None:  # a new store: the targets say whether "now" is right (fresh.py)
                 start = fresh.start_position(cfg, conn, info.flavor, store, start_from)
+                if info.flavor == "mysql" and not start.gtid and start_from is not None \
+                        and fresh.parse_from(start_from) is not None:
+                    start = start.with_(gtid_partial=True)  # MySQL has no GTID set at a coordinate: only what is read
             elif start_from is not None:
                 fresh.refuse_resumed_store(store, stored)
             else:

@@ -28,7 +28,7 @@ from .position import Position
 log = get_logger("capture")
 
 #: events a transaction starts with, or that stand outside any transaction
-_GTIDS = ("Gtid", "Anonymous_Gtid", "Gtid_tagged_log_event")  # MySQL 8.4+: a tagged GTID's event
+_GTIDS = ("Gtid", "Anonymous_Gtid", "Gtid_tagged_log_event")  # MySQL 8.3+: a tagged GTID's event
 _STARTS = {*_GTIDS, "Format_desc", "Rotate", "Gtid_list", "Binlog_checkpoint", "Previous_gtids", "Start_encryption",
            "Stop", "Query"}
 #: statements of a Query event that is inside a transaction (not its start, not a DDL of its own)

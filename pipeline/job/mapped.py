@@ -69,19 +69,24 @@ def writes(m: Mapping) -> list[str]:
 
 
 def target(m: Mapping) -> dict[str, Any]:
-    """Where and how ``m`` writes its rows (compared field by field at the next sync)."""
-    spec = m.spec
+    """Where and how ``m`` writes its rows (compared part by part at the next sync): the adapter, and
+    per kind the table or index, the key and what fills each column."""
+    spec, out = m.spec, {"adapter": m.outerAdapterKey}
     if isinstance(spec, DbMapping):
         if spec.mirrorDb:
-            return {"database": spec.target_schema}
+            return {**out, "database": spec.target_schema}
         name = spec.target_name if spec.target_schema is None else f"{spec.target_schema}.{spec.target_name}"
         key = dict(spec.primary_key)
-        return {"table": name, "key": key, "columns": {t: s for t, s in spec.column_pairs if t not in key}}
+        return {**out, "table": name, "key": key, "columns": {t: s for t, s in spec.column_pairs if t not in key}}
     if isinstance(spec, EsMapping):
-        return {"index": spec.index, "id": spec.id or spec.pk, "sql": " ".join(spec.sql.split())}
+        return {**out, "index": spec.index, "type": spec.type, "_id": spec.id, "pk": spec.pk,
+                "sql": " ".join(spec.sql.split())}
     if isinstance(spec, HbaseMapping):
-        return {"table": spec.hbaseTable, "family": spec.family, "rowKey": spec.rowKey, "mode": spec.mode}
-    return {}
+        return {**out, "table": spec.hbaseTable, "family": spec.family, "rowKey": spec.rowKey,
+                "rowKeySeparator": spec.rowKeySeparator, "mode": spec.mode,
+                "uppercaseQualifier": spec.uppercaseQualifier,
+                "cells": {c: spec.columns[c] or "" for c in sorted(spec.columns)}}
+    return out
 
 
 def _path(root: Path, group: str) -> Path:
@@ -176,17 +181,21 @@ def _same(a: str, b: str) -> bool:
 
 
 def _moved(was: dict[str, Any] | None, now: dict[str, Any]) -> list[str]:
-    """What of a mapping's target changed (nothing when the record has no target: an older sync's)."""
+    """What of a mapping's target changed: the parts both records have (none when the record has no
+    target: an older sync's; a part recorded since is compared from the next sync on)."""
     if was is None or was == now:
         return []
     out = []
-    for part in now.keys() | was.keys():
-        old, new = was.get(part), now.get(part)
+    for part in now.keys() & was.keys():
+        old, new = was[part], now[part]
         if old == new:
             continue
-        if part == "columns" and isinstance(old, dict) and isinstance(new, dict):
-            out += [f"column {t} from {new[t]} (was {old[t]})" for t in sorted(new.keys() & old.keys())
-                    if new[t] != old[t]]  # added or removed columns: said as widened, or dropped from the target
+        if part in ("columns", "cells") and isinstance(old, dict) and isinstance(new, dict):
+            name = "column" if part == "columns" else "cell of"
+            out += [f"{name} {t} from {new[t]} (was {old[t]})" if part == "columns" else
+                    f"{name} {t} {new[t] or 'default'} (was {old[t] or 'default'})"
+                    for t in sorted(new.keys() & old.keys()) if new[t] != old[t]]
+            # a column added or removed: said as widened, or not written any more
         elif part == "key" and isinstance(old, dict) and isinstance(new, dict):
             out.append(f"key {_pairs(new)} (was {_pairs(old)})")
         else:

@@ -122,13 +122,15 @@ def test_a_tagged_gtid_marks_every_later_position_as_one_that_cannot_resume_by_g
     assert "gtidPartial" not in start.to_dict()
     again = BinlogReader(None, "mysql", end, ReaderOptions())
     assert again.gtids.gtid_partial  # a resumed capture keeps marking its positions
-    # a MySQL start that names no GTID set (capture --from FILE:POS): the set holds only what is read
-    assert BinlogReader(None, "mysql", Position("binlog.000003", 4), ReaderOptions()).gtids.gtid_partial
+    # a start marked so (capture --from FILE:POS on MySQL: the set holds only what is read) marks its
+    # positions; a start without a GTID set is no partial one (an empty set: a server that ran nothing)
+    marked = Position("binlog.000003", 4, gtid_partial=True)
+    assert BinlogReader(None, "mysql", marked, ReaderOptions()).gtids.gtid_partial
+    assert not BinlogReader(None, "mysql", Position("binlog.000003", 4), ReaderOptions()).gtids.gtid_partial
     assert not BinlogReader(None, "mysql", start, ReaderOptions()).gtids.gtid_partial
-    assert not BinlogReader(None, "mariadb", Position("b.000001", 4), ReaderOptions()).gtids.gtid_partial
 
 
-def test_a_position_that_gtid_partial_gtids_is_not_resumed_by_gtid():
+def test_a_position_with_a_partial_gtid_set_is_not_resumed_by_gtid():
     """Resumed by GTID the server would send the tagged transactions again: refused by name, on a
     failover and with ``source.resumeBy: gtid``; by file on its own server it resumes."""
     from pipeline.capture.identity import resolve_start
@@ -147,10 +149,11 @@ def test_a_position_that_gtid_partial_gtids_is_not_resumed_by_gtid():
             return False
 
         def execute(self, sql, args=None):
-            assert "server_id" in sql, f"refused before anything else is asked: {sql}"
+            assert "server_id" in sql or "GTID_SUBTRACT(@@GLOBAL.gtid_executed" in sql, sql
+            self.last = sql
 
         def fetchone(self):
-            return (1, UUID)
+            return (1, UUID) if "server_id" in self.last else ("",)
 
     conn = _Conn(Cur)
     with pytest.raises(PositionError) as e:
@@ -165,3 +168,38 @@ class _Conn:  # a stand-in for a pymysql connection's cursor() only
 
     def cursor(self):
         return self._cur()
+
+
+def test_a_stored_set_with_earlier_gtids_missing_is_not_resumed_by_gtid():
+    """A set stored before positions were marked (an older Sluice's --from start): the GTIDs the
+    server would send that number below the newest stored one of their server are transactions
+    before the position; named, and refused. Newer ones, other servers' and tagged ones are not."""
+    from pipeline.capture.identity import _earlier, mysql_intervals
+
+    assert mysql_intervals(f"{UUID}:1-5:7,\n{UUID.upper()}:t1:1-3:9:T2:4") == [
+        (UUID, None, 1, 5), (UUID, None, 7, 7), (UUID, "t1", 1, 3), (UUID, "t1", 9, 9), (UUID, "t2", 4, 4)]
+
+    class Cur:
+        """Answers each query by its text (the GTID sets the server would give)."""
+
+        def __init__(self, sent, missing=""):
+            self.answers = {"SELECT GTID_SUBTRACT(@@GLOBAL.gtid_executed, %s)": sent,
+                            "SELECT GTID_SUBTRACT(%s, @@GLOBAL.gtid_executed)": missing}
+
+        def execute(self, sql, args=None):
+            self.value = self.answers[sql]
+
+        def fetchone(self):
+            return (self.value,)
+
+    other = "b" * 8 + UUID[8:]
+    assert _earlier(Cur(f"{UUID}:1-138:150-160,{other}:1-4,{UUID}:tag:1"), "mysql", f"{UUID}:139-149") \
+        == f"{UUID}:1-138"
+    assert _earlier(Cur(f"{UUID}:140"), "mysql", f"{UUID}:139,{UUID}:141") == f"{UUID}:140"
+    assert _earlier(Cur(f"{UUID}:150-160"), "mysql", f"{UUID}:1-149") == ""
+    assert _earlier(Cur("anything"), "mariadb", "0-1-5") == ""
+    pos = Position("binlog.000003", 311, f"{UUID}:139-149", server_id=1, server_uuid=UUID)
+    with pytest.raises(PositionError) as e:
+        _failover(Cur(f"{UUID}:1-138"), "mysql", pos, ServerId(2, "b" * 36), "s.yml")
+    assert "has a partial GTID set: it lacks transactions before the position" in str(e.value)
+    assert f"(the server would send again: {UUID}:1-138)" in str(e.value)

@@ -89,3 +89,28 @@ def test_a_group_new_to_a_store_other_groups_synced_from_is_said_once():
     assert note.startswith("group g2 is new to this store (group g1, g3 synced from it before): it applies the "
                            "changes the store holds, from its first batch; rows its tables held before that")
     assert note.endswith("load them: sluice repair --config s.yml --group g2")
+
+
+def test_an_adapter_an_es_id_and_hbase_cells_pointed_elsewhere():
+    """The adapter key of any mapping; an ES ``_id`` turned into ``pk``; an HBase cell, separator and
+    qualifier case: each named."""
+    import tempfile
+    from pathlib import Path
+
+    root = Path(tempfile.mkdtemp())
+    es = parse_mapping({"outerAdapterKey": "es1", "esMapping": {"_index": "i", "_id": "_id",
+                                                               "sql": "SELECT a.id AS _id, a.x FROM t a"}}, "e.yml")
+    hb = parse_mapping({"outerAdapterKey": "h", "hbaseMapping": {"database": "d", "table": "t", "hbaseTable": "T",
+                                                                "rowKey": "id", "columns": {"x": "CF:X", "y": None}}},
+                       "h.yml")
+    mapped.remember(root, "g1", (es, hb))
+    es2 = parse_mapping({"outerAdapterKey": "es2", "esMapping": {"_index": "i", "pk": "id",
+                                                                "sql": "SELECT a.id, a.x FROM t a"}}, "e.yml")
+    hb2 = parse_mapping({"outerAdapterKey": "h", "hbaseMapping": {
+        "database": "d", "table": "t", "hbaseTable": "T", "rowKey": "id", "rowKeySeparator": "#",
+        "uppercaseQualifier": False, "columns": {"x": "CF:XX", "y": None}}}, "h.yml")
+    moved = mapped.compare(root, "g1", (es2, hb2)).moved
+    assert moved["e.yml"] == ["_id none (was _id)", "adapter es2 (was es1)", "pk id (was none)",
+                              "sql SELECT a.id, a.x FROM t a (was SELECT a.id AS _id, a.x FROM t a)"]
+    assert moved["h.yml"] == ["cell of x CF:XX (was CF:X)", "rowKeySeparator # (was |)",
+                              "uppercaseQualifier False (was True)"]
