@@ -31,17 +31,20 @@ from .position import Position
 from .server_check import current_position
 
 log = get_logger("capture")
-_AT = re.compile(r"^(?P<file>[^:\s]+):(?P<pos>[0-9]+)$")
+_AT = re.compile(r"^(?P<file>[^:\s]+):(?P<pos>[0-9]+)(?:\s+gtid=(?P<gtid>\S+))?$")
 
 
 def parse_from(text: str) -> Position | None:
-    """``--from``: ``FILE:POS`` (a binlog coordinate) or ``now`` (None)."""
+    """``--from``: ``FILE:POS`` (a binlog coordinate), optionally followed by `` gtid=SET`` (the GTID
+    state there, as a position's text shows it: on MySQL, which cannot tell it from the coordinate,
+    the set then holds every transaction before the start), or ``now`` (None)."""
     if text.strip().lower() == "now":
         return None
     m = _AT.match(text.strip())
     if not m:
-        raise UsageError(f"--from {text!r} is neither FILE:POS (e.g. mysql-bin.000003:4) nor now")
-    return Position(logfile=m["file"], logpos=int(m["pos"]))
+        raise UsageError(f"--from {text!r} is neither FILE:POS (e.g. mysql-bin.000003:4), 'FILE:POS gtid=SET', "
+                         "nor now")
+    return Position(logfile=m["file"], logpos=int(m["pos"]), gtid=m["gtid"])
 
 
 def refuse_resumed_store(store: CaptureLog, stored: dict[str, Any]) -> None:
@@ -87,6 +90,8 @@ def _refuse_if_applied(cfg: Config, store: CaptureLog) -> None:
         return
     pos = point.position
     at = f"{pos.logfile}:{pos.logpos}"
+    if pos.gtid and ":" in pos.gtid:  # MySQL: its GTID set too (the server cannot tell it from the coordinate)
+        at = f"'{at} gtid={pos.gtid}'"
     raise StoreError(f"{where}, but group {point.group}'s target {point.target} holds changes of source "
                      f"{cfg.source.name} up to {pos.text()} (recorded {point.at} by store {point.store_id}); "
                      "starting at the source's current position would skip every change made since",

@@ -48,3 +48,23 @@ def test_a_from_start_on_mysql_is_never_resumed_by_gtid(tmp_path, mysql, mariadb
     assert _end(d)["gtidPartial"] is True  # every later position too
     d.ok("run")
     assert d.rows() == [(2, "b"), (3, "c")]  # row 1 came before the --from start
+
+
+def test_a_lost_mysql_store_resumes_with_the_targets_gtid_set(tmp_path, mysql, mariadb_target):
+    """The targets record the GTID set with each position: a lost store's refusal names it in its
+    --from (MySQL cannot tell the set at a coordinate), so the resumed store is no partial one."""
+    import shlex
+
+    d = make(tmp_path, mysql, mariadb_target)
+    d.source(f"INSERT INTO `{d.db}`.t VALUES (1, 'a')")
+    d.ok("run")
+    shutil.rmtree(d.store)
+    d.source(f"INSERT INTO `{d.db}`.t VALUES (2, 'b')")
+    refused = d.run("capture", "--once")
+    fix = next(ln for ln in refused.stderr.splitlines() if ln.strip().startswith("fix:"))
+    words = shlex.split(fix.split("resume where the targets stand: sluice ", 1)[1].split(";", 1)[0])
+    assert words[:3] == ["capture", "--config", str(d.cfg)] and " gtid=" in words[-1], fix
+    d.ok(*words[:1], *words[3:])  # follow it
+    d.ok("run")
+    assert "gtidPartial" not in _end(d) and _end(d)["gtid"]
+    assert d.rows() == d.source_rows() == [(1, "a"), (2, "b")]

@@ -203,3 +203,15 @@ def test_a_stored_set_with_earlier_gtids_missing_is_not_resumed_by_gtid():
         _failover(Cur(f"{UUID}:1-138"), "mysql", pos, ServerId(2, "b" * 36), "s.yml")
     assert "has a partial GTID set: it lacks transactions before the position" in str(e.value)
     assert f"(the server would send again: {UUID}:1-138)" in str(e.value)
+
+
+def test_from_takes_a_coordinate_with_or_without_its_gtid_set_or_now():
+    from pipeline.capture.fresh import parse_from
+    from sluice_common.errors import UsageError
+
+    assert parse_from(" now ") is None
+    assert parse_from("binlog.000003:4") == Position("binlog.000003", 4)
+    assert parse_from(f"binlog.000003:4 gtid={UUID}:1-7,{UUID[:-1]}a:1") == \
+        Position("binlog.000003", 4, f"{UUID}:1-7,{UUID[:-1]}a:1")
+    with pytest.raises(UsageError, match="neither FILE:POS"):
+        parse_from("binlog.000003:4 gtid=")
