@@ -55,6 +55,24 @@ def refuse_resumed_store(store: CaptureLog, stored: dict[str, Any]) -> None:
                      "again: sluice store recapture")
 
 
+def new_start(cfg: Config, conn: Any, flavor: str, store: CaptureLog, start_from: str | None) -> tuple[Position, Any]:
+    """The start of a store without a position, checked on the server before it is recorded, and how
+    capture resumes there (:func:`identity.resolve_start`): :func:`start_position`; a ``--from``
+    coordinate must be a transaction's start (:mod:`startcheck`); on MySQL one without its GTID set
+    starts a partial set (``gtidPartial``: the server cannot tell the set at a coordinate)."""
+    from .identity import resolve_start
+    from .startcheck import check_start
+
+    start = start_position(cfg, conn, flavor, store, start_from)
+    coordinate = start_from is not None and parse_from(start_from) is not None
+    if flavor == "mysql" and not start.gtid and coordinate:
+        start = start.with_(gtid_partial=True)
+    resume = resolve_start(conn, flavor, start, cfg.source.resumeBy, cfg.file)
+    if coordinate and (resume.position.logfile, resume.position.logpos) == (start.logfile, start.logpos):
+        check_start(conn, start, cfg.file)  # a transaction's start, or refused before it is recorded
+    return start.with_(gtid=resume.position.gtid), resume
+
+
 def start_position(cfg: Config, conn: Any, flavor: str, store: CaptureLog, start_from: str | None) -> Position:
     """Where a store without a position starts (see the module docstring)."""
     if start_from is not None:

@@ -98,23 +98,13 @@ def run_capture(cfg: Config, *, follow: bool = False, max_batches: int | None = 
             filterlog.check(store.root, cfg, conn)  # ... or a table the store's captures took so far (shared)
             stored = store.last_position()
             if stored is None:  # a new store: the targets say whether "now" is right (fresh.py)
-                start = fresh.start_position(cfg, conn, info.flavor, store, start_from)
-                if info.flavor == "mysql" and not start.gtid and start_from is not None \
-                        and fresh.parse_from(start_from) is not None:
-                    start = start.with_(gtid_partial=True)  # MySQL has no GTID set at a coordinate: only what is read
+                start, resume = fresh.new_start(cfg, conn, info.flavor, store, start_from)
+                store.set_start_position(start.to_dict())  # recorded once it is known to be on the server
             elif start_from is not None:
                 fresh.refuse_resumed_store(store, stored)
             else:
                 start = Position.from_dict(stored)
-            resume = resolve_start(conn, info.flavor, start, src.resumeBy, cfg.file)
-            if stored is None:  # recorded once it is known to be on the server (a --from may not be)
-                if start_from is not None and fresh.parse_from(start_from) is not None \
-                        and (resume.position.logfile, resume.position.logpos) == (start.logfile, start.logpos):
-                    from .startcheck import check_start
-
-                    check_start(conn, start, cfg.file)  # a transaction's start, or refused before it is recorded
-                start = start.with_(gtid=resume.position.gtid)
-                store.set_start_position(start.to_dict())
+                resume = resolve_start(conn, info.flavor, start, src.resumeBy, cfg.file)
             stop_at = None if follow else current_position(conn, info.flavor)
         finally:
             conn.close()

@@ -122,3 +122,21 @@ def recapture(
     with store.capture_lock():
         pos = store.drop_from(start)
     typer.echo(f"dropped batches {start}..{last}; the next capture resumes at {json.dumps(pos, sort_keys=True)}")
+
+
+@store_app.command("restart")
+def restart(
+    config: str = typer.Option(..., "--config", "-c", help="The deployment config file."),
+    start: str = typer.Option(..., "--from", help="Where capture starts again: FILE:POS (a transaction's start), "
+                              "'FILE:POS gtid=SET', or now."),
+) -> None:
+    """Start the store again elsewhere (a wrong --from): drop its batches and record the new start. Only
+    while no group has acked a batch of it (else: sluice bootstrap --force)."""
+    from pipeline.ops.restart import restart as run_restart
+
+    cfg = load_config(config)
+    out = run_restart(cfg, start)
+    was = json.dumps(out["old"], sort_keys=True) if out["old"] else "none"
+    dropped = f"dropped batches {out['dropped'][0]}..{out['dropped'][1]}; " if out["dropped"] else ""
+    typer.echo(f"{dropped}capture starts at {json.dumps(out['start'], sort_keys=True)} (was {was}); "
+               f"next: sluice capture --config {config} --once")

@@ -2,7 +2,8 @@
 real MariaDB source and target: the target records, with the rows it commits, where its round
 started in the source's binlog (``_sluice_applied``; ``sluice bootstrap`` records its snapshot), and
 a store without a position refuses to start at the current position while a target holds such a
-record, naming it and how to resume; followed, no row is lost."""
+record, naming it and how to resume; followed, no row is lost. A store started at the wrong place
+starts again (`sluice store restart`) while no group has acked a batch of it."""
 
 from __future__ import annotations
 
@@ -149,3 +150,30 @@ def test_a_second_deployment_sharing_the_store_cannot_narrow_its_filter(tmp_path
 
     assert cli("store", "set-filter", "--config", str(cfg_b)).returncode == 0  # meant: recorded ...
     assert cli("capture", "--once", "--config", str(cfg_b)).returncode == 0  # ... and taken
+
+
+def test_a_store_started_at_the_wrong_place_starts_again_before_any_ack(tmp_path, mariadb, mariadb_target):
+    """A --from past a change the targets need: `sluice store restart --from` drops the store's batches
+    and records the new start, checked as --from is (a transaction's start); followed, no row is lost.
+    Once a group acked a batch, restart is refused, naming it and the reload."""
+    d = make(tmp_path, mariadb, mariadb_target)
+    right = d.source("SHOW MASTER STATUS")[0][:2]
+    d.source(f"INSERT INTO `{d.db}`.t VALUES (1, 'a')")
+    wrong = d.source("SHOW MASTER STATUS")[0][:2]
+    d.source(f"INSERT INTO `{d.db}`.t VALUES (2, 'b')")
+    shutil.rmtree(d.store)
+    d.ok("capture", "--once", "--from", f"{wrong[0]}:{wrong[1]}")  # one transaction too late
+    refused = d.run("capture", "--once", "--from", f"{right[0]}:{right[1]}")
+    one_message(refused, exitcodes.CONFIG, "--from starts a store that has no position")
+
+    bad = d.run("store", "restart", "--from", f"{right[0]}:{int(right[1]) + 1}")  # not an event's start
+    one_message(bad, exitcodes.CONFIG, "the source reads no event there")
+    proc = d.ok("store", "restart", "--from", f"{right[0]}:{right[1]}")
+    assert "dropped batches 1..1; capture starts at " in proc.stdout and f'"logpos": {right[1]}' in proc.stdout
+    d.ok("capture", "--once")
+    d.ok("run")
+    assert d.rows() == d.source_rows() == [(1, "a"), (2, "b")]
+
+    again = d.run("store", "restart", "--from", "now")
+    one_message(again, exitcodes.CONFIG, "group(s) g1 (cursor ", "applied batches of this store",
+                "fix: to load the targets afresh from a new snapshot: sluice bootstrap --config")
