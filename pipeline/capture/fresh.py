@@ -36,8 +36,8 @@ _AT = re.compile(r"^(?P<file>[^:\s]+):(?P<pos>[0-9]+)(?:\s+gtid=(?P<gtid>\S+))?$
 
 def parse_from(text: str) -> Position | None:
     """``--from``: ``FILE:POS`` (a binlog coordinate), optionally followed by `` gtid=SET`` (the GTID
-    state there, as a position's text shows it: on MySQL, which cannot tell it from the coordinate,
-    the set then holds every transaction before the start), or ``now`` (None)."""
+    state there, as a position's text shows it: on MySQL, where the set is read from the file's events
+    only within its first ones, a start further in then still holds a whole set), or ``now`` (None)."""
     if text.strip().lower() == "now":
         return None
     m = _AT.match(text.strip())
@@ -58,19 +58,38 @@ def refuse_resumed_store(store: CaptureLog, stored: dict[str, Any]) -> None:
 def new_start(cfg: Config, conn: Any, flavor: str, store: CaptureLog, start_from: str | None) -> tuple[Position, Any]:
     """The start of a store without a position, checked on the server before it is recorded, and how
     capture resumes there (:func:`identity.resolve_start`): :func:`start_position`; a ``--from``
-    coordinate must be a transaction's start (:mod:`startcheck`); on MySQL one without its GTID set
-    starts a partial set (``gtidPartial``: the server cannot tell the set at a coordinate)."""
+    coordinate must be a transaction's start (:mod:`startcheck`); on MySQL its GTID set is read from
+    the binlog (:func:`_mysql_set`)."""
     from .identity import resolve_start
     from .startcheck import check_start
 
     start = start_position(cfg, conn, flavor, store, start_from)
     coordinate = start_from is not None and parse_from(start_from) is not None
-    if flavor == "mysql" and not start.gtid and coordinate:
-        start = start.with_(gtid_partial=True)
+    if flavor == "mysql" and coordinate:
+        start = _mysql_set(conn, start, cfg.file)
     resume = resolve_start(conn, flavor, start, cfg.source.resumeBy, cfg.file)
     if coordinate and (resume.position.logfile, resume.position.logpos) == (start.logfile, start.logpos):
         check_start(conn, start, cfg.file)  # a transaction's start, or refused before it is recorded
     return start.with_(gtid=resume.position.gtid), resume
+
+
+def _mysql_set(conn: Any, start: Position, cfg_file: str) -> Position:
+    """A MySQL ``--from`` coordinate with the GTID set there (:func:`startcheck.mysql_gtid_at`); a set
+    given with it must be that one. Not known there (a long file, tagged GTIDs): the given set, or a
+    partial one (``gtidPartial``: only what capture reads, never resumed by GTID)."""
+    from .gtidtext import canonical, intervals
+    from .startcheck import mysql_gtid_at
+
+    there = mysql_gtid_at(conn, start)
+    if there is None:
+        return start if start.gtid else start.with_(gtid_partial=True)
+    if start.gtid and canonical(intervals(start.gtid)) != (there or None):
+        raise UsageError(f"--from {start.text()}: the GTID set at {start.logfile}:{start.logpos} is "
+                         f"{there or 'empty'} (the file's previous GTIDs and its transactions before it), not the "
+                         "one given; nothing was captured or recorded",
+                         hint=f"leave gtid= out, it is read from the binlog: sluice capture --config {cfg_file} --once "
+                              f"--from {start.logfile}:{start.logpos}")
+    return start.with_(gtid=there or None)
 
 
 def start_position(cfg: Config, conn: Any, flavor: str, store: CaptureLog, start_from: str | None) -> Position:
@@ -108,7 +127,8 @@ def _refuse_if_applied(cfg: Config, store: CaptureLog) -> None:
         return
     pos = point.position
     at = f"{pos.logfile}:{pos.logpos}"
-    if pos.gtid and ":" in pos.gtid:  # MySQL: its GTID set too (the server cannot tell it from the coordinate)
+    if pos.gtid and ":" in pos.gtid and not pos.gtid_partial:  # MySQL: its set too (read from the binlog
+        # only within the first events of the file)
         at = f"'{at} gtid={pos.gtid}'"
     raise StoreError(f"{where}, but group {point.group}'s target {point.target} holds changes of source "
                      f"{cfg.source.name} up to {pos.text()} (recorded {point.at} by store {point.store_id}); "

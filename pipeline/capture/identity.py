@@ -15,9 +15,9 @@ anything is read, :func:`resolve_start` decides:
   then compares the start file's format description event with ``fileTs`` before it hands on
   anything from that file (:func:`check_file`): the same name after ``RESET MASTER`` /
   ``RESET BINARY LOGS AND GTIDS`` is another file.
-* **A partial GTID set** (``gtidPartial``, MySQL: tagged GTIDs read, or a ``--from FILE:POS`` start)
-  is never resumed by GTID: on another server, or with ``source.resumeBy: gtid``, it is refused by name;
-  so is a set the server shows to lack earlier GTIDs (a position stored before the mark existed).
+* **A partial GTID set** (``gtidPartial``, MySQL: tagged GTIDs read, or a ``--from`` start whose set
+  could not be read)
+  is never resumed by GTID: on another server, or with ``source.resumeBy: gtid``, it is refused by name.
 * **A position without these keys** (stored by an older Sluice, ``sluice capture --from``): MariaDB
   checks that ``BINLOG_GTID_POS`` at the coordinates is the stored GTID state.
 
@@ -77,8 +77,8 @@ def snapshot_fix(config_file: str) -> str:
 
 #: why a position whose GTID set is partial (Position.gtid_partial) is not resumed by GTID
 PARTIAL_GTID = ("has a partial GTID set: it lacks transactions before the position (tagged GTIDs, MySQL "
-                "uuid:tag:n, that capture read, or those before a start that named no GTID set, such as sluice "
-                "capture --from FILE:POS): resumed by GTID, the server would send those transactions again and "
+                "uuid:tag:n, that capture read, or those before a sluice capture --from FILE:POS start whose set "
+                "could not be read): resumed by GTID, the server would send those transactions again and "
                 "the targets would apply old row images over newer ones")
 
 
@@ -92,10 +92,8 @@ def resolve_start(conn: pymysql.connections.Connection, flavor: str, start: Posi
         if same is False:
             return _failover(cur, flavor, start, server, config_file)
         mode = resume_by if resume_by != "auto" else ("file" if start.logfile else "gtid")
-        earlier = _earlier(cur, flavor, start.gtid) if mode == "gtid" and start.gtid else ""
-        if mode == "gtid" and start.gtid and (start.gtid_partial or earlier):
-            raise PositionError(f"source.resumeBy: gtid, but the stored position {start.text()} {PARTIAL_GTID}"
-                                f"{_naming(earlier)}",
+        if mode == "gtid" and start.gtid and start.gtid_partial:
+            raise PositionError(f"source.resumeBy: gtid, but the stored position {start.text()} {PARTIAL_GTID}",
                                 hint=f"set source.resumeBy: file (or auto) in {config_file}: the position resumes "
                                      "by file and offset on this server, the one it was read from")
         if mode == "file":
@@ -147,10 +145,6 @@ def _failover(cur, flavor: str, start: Position, server: ServerId, config_file: 
     if missing:
         raise PositionError(f"{head}, and it cannot resume there by GTID: its binlog lacks GTIDs that capture has "
                             f"stored: {missing}", hint=there)
-    earlier = _earlier(cur, flavor, start.gtid)
-    if earlier:  # a set stored before positions were marked: the server would send these again
-        raise PositionError(f"{head}, and the position {PARTIAL_GTID}{_naming(earlier)}",
-                            hint=f"point source.host/port at the server the position was read from, or {fix}")
     if flavor == "mysql":
         cur.execute("SELECT GTID_SUBTRACT(@@GLOBAL.gtid_purged, %s)", (start.gtid,))
         purged = str((cur.fetchone() or [""])[0] or "").replace("\n", "")
@@ -189,41 +183,6 @@ def check_file(start: Position, logfile: str, ts: int, config_file: str) -> None
                         f"read from: its format description event is dated {_when(ts)}, the stored file's "
                         f"{_when(start.file_ts)}; {REPLACED}. Nothing was read from it",
                         hint=snapshot_fix(config_file))
-
-
-def _earlier(cur, flavor: str, stored: str) -> str:
-    """MySQL: the GTIDs the server would send that number below the newest stored GTID of their
-    server UUID -- transactions before the stored position that its set lacks ('' when none)."""
-    if flavor != "mysql":
-        return ""
-    cur.execute("SELECT GTID_SUBTRACT(@@GLOBAL.gtid_executed, %s)", (stored,))
-    newest: dict[str, int] = {}
-    for uuid, tag, _a, b in mysql_intervals(stored):
-        if tag is None:
-            newest[uuid] = max(newest.get(uuid, 0), b)
-    sent = str((cur.fetchone() or [""])[0] or "").replace("\n", "")
-    holes = [f"{uuid}:{a}" + (f"-{min(b, newest[uuid] - 1)}" if min(b, newest[uuid] - 1) > a else "")
-             for uuid, tag, a, b in mysql_intervals(sent) if tag is None and a < newest.get(uuid, 0)]
-    return ",".join(holes)
-
-
-def _naming(earlier: str) -> str:
-    return f" (the server would send again: {earlier})" if earlier else ""
-
-
-def mysql_intervals(text: str) -> list[tuple[str, str | None, int, int]]:
-    """A MySQL GTID set's intervals: ``(uuid, tag or None, first, last)`` (``uuid:1-5:7:tag:1-2``)."""
-    out = []
-    for part in filter(None, (p.strip() for p in text.split(","))):
-        uuid, *fields = part.split(":")
-        tag = None
-        for f in fields:
-            first, _, last = f.partition("-")
-            if first.isdigit():
-                out.append((uuid.lower(), tag, int(first), int(last or first)))
-            else:
-                tag = f.lower()
-    return out
 
 
 def _parts(state: str) -> list[tuple[str, str, int]]:

@@ -69,6 +69,37 @@ def check_start(conn: Any, at: Position, cfg_file: str) -> None:
                      hint="start where a transaction starts: " + "; or ".join(options))
 
 
+def mysql_gtid_at(conn: Any, at: Position) -> str | None:
+    """MySQL: the GTID set at ``at`` (a transaction's start, or the file's end): the file's
+    Previous_gtids and the GTID of every transaction before ``at``, from SHOW BINLOG EVENTS (the
+    pages :func:`_paged` reads). None when that is not known: ``at`` not reached within them, a tagged
+    GTID (the stored set keeps no tags), events that cannot be listed."""
+    from .gtidtext import canonical, intervals
+
+    items: list = []
+    seen = 0
+    try:
+        for r in _paged(conn, at.logfile, 4):
+            seen += 1
+            if r[1] >= at.logpos:
+                break
+            kind, info = r[2], str(r[5] or "")
+            if kind == "Previous_gtids":
+                items += intervals(info)
+            elif kind == "Gtid":
+                items += intervals(info.split("'")[1] if info.count("'") >= 2 else "")
+            elif kind == "Gtid_tagged_log_event":
+                return None
+        else:
+            if seen >= _PAGE * _PAGES:
+                return None  # the pages ended before the position: not known, never a guess
+    except pymysql.MySQLError:
+        return None
+    if any(tag is not None for _, tag, _, _ in items):
+        return None
+    return canonical(items) or ""
+
+
 def _events(conn: Any, logfile: str, pos: int, limit: int, skip: int = 0) -> list[tuple]:
     with conn.cursor() as cur:
         cur.execute(f"SHOW BINLOG EVENTS IN %s FROM %s LIMIT {int(skip)}, {int(limit)}", (logfile, pos))

@@ -130,13 +130,14 @@ def restart(
     start: str = typer.Option(..., "--from", help="Where capture starts again: FILE:POS (a transaction's start), "
                               "'FILE:POS gtid=SET', or now."),
 ) -> None:
-    """Start the store again elsewhere (a wrong --from): drop its batches and record the new start. Only
-    while no group has acked a batch of it (else: sluice bootstrap --force)."""
+    """Start the store again elsewhere (a wrong --from): record the new start and move every group past
+    the stored batches. Only while nothing of the store reached a target (else: sluice bootstrap --force)."""
     from pipeline.ops.restart import restart as run_restart
 
     cfg = load_config(config)
     out = run_restart(cfg, start)
     was = json.dumps(out["old"], sort_keys=True) if out["old"] else "none"
-    dropped = f"dropped batches {out['dropped'][0]}..{out['dropped'][1]}; " if out["dropped"] else ""
-    typer.echo(f"{dropped}capture starts at {json.dumps(out['start'], sort_keys=True)} (was {was}); "
-               f"next: sluice capture --config {config} --once")
+    moved = ", ".join(f"{g} {a} -> {b}" for g, (a, b) in sorted(out["cursors"].items()) if a != b)
+    typer.echo(f"capture starts at {json.dumps(out['start'], sort_keys=True)} (was {was})"
+               + (f"; cursors past the stored batches: {moved}" if moved else "")
+               + f"; next: sluice capture --config {config} --once")

@@ -2,12 +2,16 @@
 
 A store started at the wrong place (a ``--from`` past the changes the targets need, ``--from now``
 where they needed earlier ones) had no way back but deleting it by hand: ``capture --from`` refuses a
-store that has a position, and ``store recapture`` reads again from the store's own start. While no
-group has acked a batch of the store, none of it is counted as applied anywhere: its batches are
-dropped and the new start is recorded, checked as ``capture --from`` checks a new store's
-(:func:`pipeline.capture.fresh.new_start`: on the server, a transaction's start, MySQL's GTID set).
-Once a group acked, it is refused: that group's targets hold what the batches carried, and a start
-elsewhere would apply other history over it (``sluice bootstrap --force`` loads the targets afresh).
+store that has a position, and ``store recapture`` reads again from the store's own start.
+
+Only while nothing of the store reached a target: no group acked a batch of it, and no target holds
+a record of it (:func:`pipeline.job.positions.read_all`: a round applied but not acked, or a
+``sluice bootstrap`` that loaded the targets at its snapshot, whose changes a later start would
+skip); a target that cannot be asked refuses it too. Then it is what ``sluice bootstrap --force``
+does without the load: the new start is checked as ``capture --from`` checks a new store's
+(:func:`pipeline.capture.fresh.new_start`), recorded with the store's next Dml id, and every group's
+cursor moves past the stored batches (kept, pruned once every group is past them). Batch numbers
+go on, so no record of the old batches' positions can cover the new ones.
 """
 
 from __future__ import annotations
@@ -27,26 +31,22 @@ log = get_logger("capture")
 
 
 def restart(cfg: Config, start_from: str) -> dict[str, Any]:
-    """Drop every batch of a store no group has acked from and record ``start_from`` as its start;
-    returns what was done (the old and new start, the batches dropped)."""
+    """Record ``start_from`` as the store's start and move every group past its batches (see the
+    module docstring); returns the old and new start and the groups' cursors."""
     register_secret(cfg.source.password.reveal())
     store = open_store(cfg, create=False)
     store.check_writable()
+    reload = f"to load the targets afresh from a new snapshot: sluice bootstrap --config {cfg.file} --force"
     with store.capture_lock(), ExitStack() as locks:
-        for g in sorted({*store.groups(), *(g.groupId for g in cfg.groups)}):
-            locks.enter_context(store.apply_lock(g))  # no sync may apply a batch that is being dropped
-        acked = {g: store.cursor(g) for g in store.groups() if store.cursor(g) > 0}
+        groups = sorted({*store.groups(), *(g.groupId for g in cfg.groups)})
+        for g in groups:
+            locks.enter_context(store.apply_lock(g))  # no sync applies while the cursors move
+        acked = {g: store.cursor(g) for g in groups if store.cursor(g) > 0}
         if acked:
             names = ", ".join(f"{g} (cursor {c})" for g, c in sorted(acked.items()))
             raise UsageError(f"{store.root}: group(s) {names} applied batches of this store: starting it "
-                             "elsewhere would apply other history over what their targets hold",
-                             hint=f"to load the targets afresh from a new snapshot: sluice bootstrap --config "
-                                  f"{cfg.file} --force")
-        ids = store.batch_ids()
-        if ids and cfg.store.kind == "kafka":
-            raise UsageError(f"{store.root}: restart drops the store's batches, and the Kafka store's topic keeps "
-                             f"them ({len(ids)} batches)", hint="give the deployment a new topic (store.kafka.topic) "
-                             f"and start it with sluice capture --config {cfg.file} --once --from ...")
+                             "elsewhere would apply other history over what their targets hold", hint=reload)
+        _refuse_if_applied(cfg, store.store_id, reload)
         old = store.last_position()
         conn = connect(cfg.source)
         try:
@@ -57,9 +57,30 @@ def restart(cfg: Config, start_from: str) -> dict[str, Any]:
             start, _ = fresh.new_start(cfg, conn, info.flavor, store, start_from)
         finally:
             conn.close()
-        if ids:
-            store.drop_from(ids[0])
+        newest = store.newest_batch_id()
+        next_id = int((old or {}).get("nextId", 1) or 1)
+        start = start.with_(next_id=next_id)
         store.set_start_position(start.to_dict(), force=True)
-    log.warning("capture start position set again: the store's batches were dropped", position=start.text(),
-                dropped=len(ids))
-    return {"old": old, "start": start.to_dict(), "dropped": [ids[0], ids[-1]] if ids else None}
+        cursors = {g: (store.cursor(g), newest) for g in groups}
+        for g in groups:
+            store.set_cursor(g, newest)
+    log.warning("capture start position set again; every group's cursor moved past the stored batches",
+                position=start.text(), batches=newest)
+    return {"old": old, "start": start.to_dict(), "cursors": cursors}
+
+
+def _refuse_if_applied(cfg: Config, store_id: str, reload: str) -> None:
+    """Refused when a target holds a record of this store, or cannot be asked."""
+    from pipeline.job.positions import read_all
+
+    found, unknown = read_all(cfg)
+    if unknown:
+        u = unknown[0]
+        raise UsageError(f"whether group {u.group}'s targets hold changes of this store cannot be told: {u.why}",
+                         hint="fix that and run again")
+    mine = [a for a in found if a.store_id == store_id]
+    if mine:
+        a = mine[0]
+        raise UsageError(f"group {a.group}'s target {a.target} holds changes of this store up to {a.position.text()} "
+                         f"(recorded {a.at}): starting the store elsewhere would skip or repeat history under them",
+                         hint=reload)

@@ -153,9 +153,10 @@ def test_a_second_deployment_sharing_the_store_cannot_narrow_its_filter(tmp_path
 
 
 def test_a_store_started_at_the_wrong_place_starts_again_before_any_ack(tmp_path, mariadb, mariadb_target):
-    """A --from past a change the targets need: `sluice store restart --from` drops the store's batches
-    and records the new start, checked as --from is (a transaction's start); followed, no row is lost.
-    Once a group acked a batch, restart is refused, naming it and the reload."""
+    """A --from past a change the targets need: `sluice store restart --from` records the new start,
+    checked as --from is (a transaction's start), and moves the group past the stored batches;
+    followed, no row is lost. Once a group acked a batch, or a bootstrap loaded the targets, restart is
+    refused, naming it and the reload."""
     d = make(tmp_path, mariadb, mariadb_target)
     right = d.source("SHOW MASTER STATUS")[0][:2]
     d.source(f"INSERT INTO `{d.db}`.t VALUES (1, 'a')")
@@ -169,7 +170,8 @@ def test_a_store_started_at_the_wrong_place_starts_again_before_any_ack(tmp_path
     bad = d.run("store", "restart", "--from", f"{right[0]}:{int(right[1]) + 1}")  # not an event's start
     one_message(bad, exitcodes.CONFIG, "the source reads no event there")
     proc = d.ok("store", "restart", "--from", f"{right[0]}:{right[1]}")
-    assert "dropped batches 1..1; capture starts at " in proc.stdout and f'"logpos": {right[1]}' in proc.stdout
+    assert "capture starts at " in proc.stdout and f'"logpos": {right[1]}' in proc.stdout
+    assert "cursors past the stored batches: g1 0 -> 1" in proc.stdout
     d.ok("capture", "--once")
     d.ok("run")
     assert d.rows() == d.source_rows() == [(1, "a"), (2, "b")]
@@ -177,3 +179,7 @@ def test_a_store_started_at_the_wrong_place_starts_again_before_any_ack(tmp_path
     again = d.run("store", "restart", "--from", "now")
     one_message(again, exitcodes.CONFIG, "group(s) g1 (cursor ", "applied batches of this store",
                 "fix: to load the targets afresh from a new snapshot: sluice bootstrap --config")
+    shutil.rmtree(d.store)
+    d.ok("bootstrap")  # a new store, its cursor 0; the targets hold the snapshot: a start elsewhere skips
+    one_message(d.run("store", "restart", "--from", "now"), exitcodes.CONFIG,
+                "group g1's target ", "holds changes of this store up to ", "sluice bootstrap --config")

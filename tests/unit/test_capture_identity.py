@@ -170,39 +170,65 @@ class _Conn:  # a stand-in for a pymysql connection's cursor() only
         return self._cur()
 
 
-def test_a_stored_set_with_earlier_gtids_missing_is_not_resumed_by_gtid():
-    """A set stored before positions were marked (an older Sluice's --from start): the GTIDs the
-    server would send that number below the newest stored one of their server are transactions
-    before the position; named, and refused. Newer ones, other servers' and tagged ones are not."""
-    from pipeline.capture.identity import _earlier, mysql_intervals
+def test_the_gtid_set_at_a_mysql_coordinate_is_read_from_the_files_events(monkeypatch):
+    """Previous_gtids and each transaction's GTID before the position, merged; not known (None) past
+    the events read, after a tagged GTID, or when events cannot be listed."""
+    import pymysql
 
-    assert mysql_intervals(f"{UUID}:1-5:7,\n{UUID.upper()}:t1:1-3:9:T2:4") == [
+    from pipeline.capture import startcheck
+    from pipeline.capture.gtidtext import canonical, intervals
+    from pipeline.capture.startcheck import mysql_gtid_at
+
+    assert intervals(f"{UUID}:1-5:7,\n{UUID.upper()}:t1:1-3:9:T2:4") == [
         (UUID, None, 1, 5), (UUID, None, 7, 7), (UUID, "t1", 1, 3), (UUID, "t1", 9, 9), (UUID, "t2", 4, 4)]
-
-    class Cur:
-        """Answers each query by its text (the GTID sets the server would give)."""
-
-        def __init__(self, sent, missing=""):
-            self.answers = {"SELECT GTID_SUBTRACT(@@GLOBAL.gtid_executed, %s)": sent,
-                            "SELECT GTID_SUBTRACT(%s, @@GLOBAL.gtid_executed)": missing}
-
-        def execute(self, sql, args=None):
-            self.value = self.answers[sql]
-
-        def fetchone(self):
-            return (self.value,)
-
     other = "b" * 8 + UUID[8:]
-    assert _earlier(Cur(f"{UUID}:1-138:150-160,{other}:1-4,{UUID}:tag:1"), "mysql", f"{UUID}:139-149") \
-        == f"{UUID}:1-138"
-    assert _earlier(Cur(f"{UUID}:140"), "mysql", f"{UUID}:139,{UUID}:141") == f"{UUID}:140"
-    assert _earlier(Cur(f"{UUID}:150-160"), "mysql", f"{UUID}:1-149") == ""
-    assert _earlier(Cur("anything"), "mariadb", "0-1-5") == ""
-    pos = Position("binlog.000003", 311, f"{UUID}:139-149", server_id=1, server_uuid=UUID)
-    with pytest.raises(PositionError) as e:
-        _failover(Cur(f"{UUID}:1-138"), "mysql", pos, ServerId(2, "b" * 36), "s.yml")
-    assert "has a partial GTID set: it lacks transactions before the position" in str(e.value)
-    assert f"(the server would send again: {UUID}:1-138)" in str(e.value)
+    assert canonical(intervals(f"{UUID}:7,{other}:1,{UUID}:1-5:6,{UUID}:t:1")) == f"{UUID}:1-7,{other}:1"
+    assert canonical([]) is None
+
+    def gtid(n):
+        return f"SET @@SESSION.GTID_NEXT= '{UUID}:{n}'"
+    events = [("b.1", 4, "Format_desc", 1, 126, "Server ver: 9.7.4"),
+              ("b.1", 126, "Previous_gtids", 1, 197, f"{UUID}:1-138,\n{other}:1-2"),
+              ("b.1", 197, "Gtid", 1, 276, gtid(139)), ("b.1", 276, "Query", 1, 351, "BEGIN"),
+              ("b.1", 351, "Xid", 1, 382, "COMMIT /* xid=9 */"),
+              ("b.1", 382, "Anonymous_Gtid", 1, 461, "SET @@SESSION.GTID_NEXT= 'ANONYMOUS'"),
+              ("b.1", 461, "Gtid", 1, 540, gtid(140)), ("b.1", 540, "Xid", 1, 571, "COMMIT")]
+
+    class Conn:
+        def __init__(self, rows):
+            self.rows = rows
+
+        def cursor(self):
+            conn = self
+
+            class Cur:
+                def __enter__(self):
+                    return self
+
+                def __exit__(self, *exc):
+                    return False
+
+                def execute(self, sql, args):
+                    m = __import__("re").search(r"LIMIT (\d+), (\d+)", sql)
+                    skip, limit = int(m[1]), int(m[2])
+                    if conn.rows is None:
+                        raise pymysql.err.OperationalError(1227, "denied")
+                    self.got = [r for r in conn.rows if r[1] >= args[1]][skip:skip + limit]
+
+                def fetchall(self):
+                    return self.got
+            return Cur()
+
+    at = Position("b.1", 461)
+    assert mysql_gtid_at(Conn(events), at) == f"{UUID}:1-139,{other}:1-2"
+    assert mysql_gtid_at(Conn(events), Position("b.1", 571)) == f"{UUID}:1-140,{other}:1-2"  # the file's end
+    assert mysql_gtid_at(Conn(events[:1]), Position("b.1", 126)) == ""  # nothing before: an empty set
+    tagged = [*events[:2], ("b.1", 197, "Gtid_tagged_log_event", 1, 276, f"SET @@SESSION.GTID_NEXT= '{UUID}:t:1'")]
+    assert mysql_gtid_at(Conn(tagged), at) is None
+    assert mysql_gtid_at(Conn(None), at) is None
+    monkeypatch.setattr(startcheck, "_PAGE", 2)
+    monkeypatch.setattr(startcheck, "_PAGES", 2)
+    assert mysql_gtid_at(Conn(events), at) is None  # 4 events read, the position not reached
 
 
 def test_from_takes_a_coordinate_with_or_without_its_gtid_set_or_now():
