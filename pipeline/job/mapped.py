@@ -14,9 +14,10 @@ the run record and ``sluice status``) what the change means for rows:
   that backfills them;
 * **a new mapping file**: rows its table held before the pending batches are not in its target;
   the same backfill command loads them;
-* **a group new to the store** (other groups synced from it, this one never: added to a running
-  deployment): its targets get the changes the store holds, not the rows its tables held before;
-  the summary names the load command (said at its first sync only: the sync registers its cursor);
+* **a group new to the store** (not among the groups the store started with -- ``_start.json``,
+  written by capture's first start, ``bootstrap`` and ``store restart`` -- and no sync of it finished
+  yet: added to a running deployment): its targets get the changes the store holds, not the rows its
+  tables held before; the summary names the load command, until a sync of the group finishes;
 * **a mapping pointed elsewhere** (``targetTable``/``targetDb``, ``targetPk``, a target column fed by
   another source column; an ES index, ``_id`` or SQL; an HBase table, family, row key or mode): rows
   applied before are where and as the old mapping wrote them; the summary names what changed and
@@ -134,7 +135,7 @@ class Changes:
     added: list[str] = field(default_factory=list)
     #: file -> what of its target changed (``what: old -> new``)
     moved: dict[str, list[str]] = field(default_factory=dict)
-    #: the group is new to a store other groups synced from: those groups (:func:`joined`)
+    #: the group is new to a store that started with other groups: those groups (:func:`joined`)
     joined: list[str] = field(default_factory=list)
 
     def __bool__(self) -> bool:
@@ -164,11 +165,37 @@ def compare(root: Path, group: str, mappings: tuple[Mapping, ...]) -> Changes:
     return out
 
 
-def joined(store: Any, group: str) -> list[str]:
-    """The store's other groups when ``group`` has never synced from it (no cursor yet) while they
-    have: a group added to a running deployment, whose targets get only what the store still holds."""
-    groups = store.groups()
-    return [] if group in groups else sorted(groups)
+#: the groups of the config that started the store (or bootstrapped it, or started it again)
+STARTED = "_start.json"  # a group name starts with a letter or digit: no group's record
+
+
+def _start_path(root: Path) -> Path:
+    return Path(root) / FOLDER / STARTED
+
+
+def record_start(root: Path, groups: list[str]) -> None:
+    """Record the groups a store starts with (capture's first start, ``bootstrap``, ``store restart``):
+    a group not among them was added later (:func:`joined`). Best effort, as :func:`remember`."""
+    body = {"format": 1, "at": now_iso(), "groups": sorted(groups)}
+    try:
+        _start_path(root).parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(_start_path(root), (json.dumps(body, indent=1) + "\n").encode())
+    except Exception as e:  # noqa: BLE001 - only the note about groups added later is lost
+        log.warning("could not record the groups the store starts with", file=str(_start_path(root)),
+                    error=str(e))
+
+
+def joined(root: Path, group: str) -> list[str]:
+    """The groups the store started with, when ``group`` is not one of them and never finished a sync
+    (no record of its mappings): a group added to a running deployment, whose targets get only what
+    the store holds. Nothing for a store started before this record existed."""
+    try:
+        started = [str(g) for g in json.loads(_start_path(root).read_bytes())["groups"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+    if group in started or recorded(root, group) is not None:
+        return []
+    return started
 
 
 def _covers(m: Mapping, table: str) -> bool:
@@ -233,7 +260,7 @@ def notes(cfg: Any, group: str, changes: Changes, skipped: dict[str, int], curso
     acked without applying, by ``db.table``; ``cursor``: the group's cursor before the sync)."""
     out = []
     if changes.joined:
-        out.append(f"group {group} is new to this store (group {', '.join(changes.joined)} synced from it before): "
+        out.append(f"group {group} is new to this store (it started with group {', '.join(changes.joined)}): "
                    "it applies the changes the store holds, from its first batch; rows its tables held before that "
                    "are not in its targets unless a load put them there (sluice bootstrap, etl); load them: "
                    f"sluice repair --config {cfg.file} --group {group}")

@@ -64,6 +64,9 @@ def restart(cfg: Config, start_from: str) -> dict[str, Any]:
         cursors = {g: (store.cursor(g), newest) for g in groups}
         for g in groups:
             store.set_cursor(g, newest)
+        from pipeline.job.mapped import record_start
+
+        record_start(store.root, groups)
     log.warning("capture start position set again; every group's cursor moved past the stored batches",
                 position=start.text(), batches=newest)
     return {"old": old, "start": start.to_dict(), "cursors": cursors}

@@ -76,19 +76,21 @@ def test_a_mapping_pointed_elsewhere_is_said_with_what_changed(tmp_path):
     assert mapped.compare(tmp_path, "g1", (other,)).moved == {"m.yml": ["database y (was x)"]}
 
 
-def test_a_group_new_to_a_store_other_groups_synced_from_is_said_once():
-    """Added to a running deployment, a group's targets get only what the store holds: its first sync
-    names the load; not once it has a cursor, nor in a store no group synced from yet."""
-    store = SimpleNamespace(groups=lambda: ["g1", "g3"])
-    assert mapped.joined(store, "g2") == ["g1", "g3"]
-    assert mapped.joined(store, "g1") == []
-    assert mapped.joined(SimpleNamespace(groups=lambda: []), "g2") == []
+def test_a_group_not_among_those_the_store_started_with_is_said_until_it_synced(tmp_path):
+    """Added to a running deployment, a group's targets get only what the store holds: named at its
+    syncs until one finishes (its mappings recorded); never for the groups the store started with,
+    nor in a store started before the record existed."""
+    assert mapped.joined(tmp_path, "g2") == []  # no record of the start: an older store
+    mapped.record_start(tmp_path, ["g3", "g1"])
+    assert mapped.joined(tmp_path, "g1") == [] and mapped.joined(tmp_path, "g2") == ["g1", "g3"]
     changes = mapped.Changes(joined=["g1", "g3"])
     assert changes
     (note,) = mapped.notes(SimpleNamespace(file="s.yml"), "g2", changes, {}, 0)
-    assert note.startswith("group g2 is new to this store (group g1, g3 synced from it before): it applies the "
+    assert note.startswith("group g2 is new to this store (it started with group g1, g3): it applies the "
                            "changes the store holds, from its first batch; rows its tables held before that")
     assert note.endswith("load them: sluice repair --config s.yml --group g2")
+    mapped.remember(tmp_path, "g2", (_m("t.yml", table="t", mapAll=True),))  # a sync of it finished
+    assert mapped.joined(tmp_path, "g2") == []
 
 
 def test_an_adapter_an_es_id_and_hbase_cells_pointed_elsewhere():
