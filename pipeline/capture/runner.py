@@ -99,10 +99,10 @@ def run_capture(cfg: Config, *, follow: bool = False, max_batches: int | None = 
             stored = store.last_position()
             if stored is None:  # a new store: the targets say whether "now" is right (fresh.py)
                 start, resume = fresh.new_start(cfg, conn, info.flavor, store, start_from)
-                store.set_start_position(start.to_dict())  # recorded once it is known to be on the server
                 from pipeline.job.mapped import record_start
 
                 record_start(store.root, [g.groupId for g in cfg.groups])  # a group added later is told
+                store.set_start_position(start.to_dict())  # recorded once it is known to be on the server
             elif start_from is not None:
                 fresh.refuse_resumed_store(store, stored)
             else:

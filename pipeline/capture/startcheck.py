@@ -16,6 +16,7 @@ about, and the start taken as given.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pymysql
@@ -35,6 +36,9 @@ _STARTS = {*_GTIDS, "Format_desc", "Rotate", "Gtid_list", "Binlog_checkpoint", "
 _INSIDE = ("COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE", "XA END", "XA PREPARE", "INSERT", "UPDATE", "DELETE",
            "REPLACE", "LOAD")
 _PAGE, _PAGES = 10_000, 20
+#: a file's header events (before any transaction), and a GTID event's text
+_HEADER = ("Format_desc", "Previous_gtids", "Rotate", "Stop", "Start_encryption")
+_GTID_NEXT = re.compile(r"GTID_NEXT\s*=\s*'([^']+)'", re.I)
 _PRIVILEGE = {1227, 1142, 1045, 1044}
 
 
@@ -70,10 +74,11 @@ def check_start(conn: Any, at: Position, cfg_file: str) -> None:
 
 
 def mysql_gtid_at(conn: Any, at: Position) -> str | None:
-    """MySQL: the GTID set at ``at`` (a transaction's start, or the file's end): the file's
-    Previous_gtids and the GTID of every transaction before ``at``, from SHOW BINLOG EVENTS (the
-    pages :func:`_paged` reads). None when that is not known: ``at`` not reached within them, a tagged
-    GTID (the stored set keeps no tags), events that cannot be listed."""
+    """MySQL: the GTID set at ``at`` (a transaction's start, the file's header, or its end): the
+    file's Previous_gtids (whatever ``at``: the header holds no transaction) and the GTID of every
+    transaction before ``at``, from SHOW BINLOG EVENTS (the pages :func:`_paged` reads). None when
+    that is not known: ``at`` not reached within them, a tagged GTID (the stored set keeps no tags), a
+    GTID event whose text is not ``GTID_NEXT= '...'``, events that cannot be listed."""
     from .gtidtext import canonical, intervals
 
     items: list = []
@@ -81,13 +86,17 @@ def mysql_gtid_at(conn: Any, at: Position) -> str | None:
     try:
         for r in _paged(conn, at.logfile, 4):
             seen += 1
-            if r[1] >= at.logpos:
-                break
             kind, info = r[2], str(r[5] or "")
             if kind == "Previous_gtids":
                 items += intervals(info)
-            elif kind == "Gtid":
-                items += intervals(info.split("'")[1] if info.count("'") >= 2 else "")
+                continue
+            if r[1] >= at.logpos and kind not in _HEADER:
+                break
+            if kind == "Gtid":
+                m = _GTID_NEXT.search(info)
+                if m is None:
+                    return None
+                items += intervals(m[1])
             elif kind == "Gtid_tagged_log_event":
                 return None
         else:

@@ -124,7 +124,7 @@ def run_sync(cfg: Config, group_id: str, spark: SparkSession, *, max_batches: in
     with nullcontext() if locked else store.apply_lock(group_id), closing(source_charsets_reader(plan)) as charsets:
         summary.acked_to = started_at = store.cursor(group_id)
         changes = mapped.compare(store.root, group_id, plan.mappings)
-        changes.joined = mapped.joined(store.root, group_id)
+        changes.joined = mapped.joined(store, group_id)
         sizer = RoundSizer.load(store.root, group_id, cfg.spark)
         done, drained = 0, False
         epoch = next(_EPOCHS)  # a new sync reads the targets' schemas afresh (DDL by anyone since)

@@ -173,10 +173,11 @@ def _start_path(root: Path) -> Path:
     return Path(root) / FOLDER / STARTED
 
 
-def record_start(root: Path, groups: list[str]) -> None:
-    """Record the groups a store starts with (capture's first start, ``bootstrap``, ``store restart``):
-    a group not among them was added later (:func:`joined`). Best effort, as :func:`remember`."""
-    body = {"format": 1, "at": now_iso(), "groups": sorted(groups)}
+def record_start(root: Path, groups: list[str], after_batch: int = 0) -> None:
+    """Record the groups a store starts with (capture's first start, ``bootstrap``, ``store restart``)
+    and the batches before that start (the cursor those set): a group not among them was added later
+    (:func:`joined`). Best effort, as :func:`remember`."""
+    body = {"format": 1, "at": now_iso(), "groups": sorted(groups), "afterBatch": after_batch}
     try:
         _start_path(root).parent.mkdir(parents=True, exist_ok=True)
         write_atomic(_start_path(root), (json.dumps(body, indent=1) + "\n").encode())
@@ -185,17 +186,25 @@ def record_start(root: Path, groups: list[str]) -> None:
                     error=str(e))
 
 
-def joined(root: Path, group: str) -> list[str]:
+def started(root: Path) -> dict[str, Any] | None:
+    """``{"groups": [...], "afterBatch": N}`` of the store's start (None: not recorded)."""
+    try:
+        body = json.loads(_start_path(root).read_bytes())
+        return {"groups": [str(g) for g in body["groups"]], "afterBatch": int(body.get("afterBatch") or 0)}
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def joined(store: Any, group: str) -> list[str]:
     """The groups the store started with, when ``group`` is not one of them and never finished a sync
     (no record of its mappings): a group added to a running deployment, whose targets get only what
-    the store holds. Nothing for a store started before this record existed."""
-    try:
-        started = [str(g) for g in json.loads(_start_path(root).read_bytes())["groups"]]
-    except (OSError, ValueError, KeyError, TypeError):
+    the store holds. A store started before that record existed: the groups registered in it (those
+    that synced before) stand in."""
+    if recorded(store.root, group) is not None:
         return []
-    if group in started or recorded(root, group) is not None:
-        return []
-    return started
+    start = started(store.root)
+    groups = start["groups"] if start is not None else store.groups()
+    return [] if group in groups else sorted(groups)
 
 
 def _covers(m: Mapping, table: str) -> bool:

@@ -4,14 +4,16 @@ A store started at the wrong place (a ``--from`` past the changes the targets ne
 where they needed earlier ones) had no way back but deleting it by hand: ``capture --from`` refuses a
 store that has a position, and ``store recapture`` reads again from the store's own start.
 
-Only while nothing of the store reached a target: no group acked a batch of it, and no target holds
-a record of it (:func:`pipeline.job.positions.read_all`: a round applied but not acked, or a
-``sluice bootstrap`` that loaded the targets at its snapshot, whose changes a later start would
-skip); a target that cannot be asked refuses it too. Then it is what ``sluice bootstrap --force``
-does without the load: the new start is checked as ``capture --from`` checks a new store's
-(:func:`pipeline.capture.fresh.new_start`), recorded with the store's next Dml id, and every group's
-cursor moves past the stored batches (kept, pruned once every group is past them). Batch numbers
-go on, so no record of the old batches' positions can cover the new ones.
+Only while nothing of the store reached a target: no group acked a batch of it since its start (or
+its last restart or bootstrap), and no target holds a record of it (:func:`pipeline.job.positions.read_all`:
+a round applied but not acked, or a ``sluice bootstrap`` that loaded the targets at its snapshot,
+whose changes a later start would skip); a target that cannot be asked, or a group of another
+deployment sharing the store, refuses it too. Then it is what ``sluice bootstrap --force`` does
+without the load: the new start is checked as ``capture --from`` checks a new store's
+(:func:`pipeline.capture.fresh.new_start`), recorded with the store's next Dml id, every group's
+cursor moves past the stored batches, and those are pruned but the newest (batch numbers go on, so
+no record of the old batches' positions can cover the new ones; a group added later is refused at
+the gap instead of applying the old history). Elasticsearch and HBase targets record nothing.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any
 from pipeline.capture import fresh
 from pipeline.capture.server_check import inspect_server
 from pipeline.config import Config
+from pipeline.job import mapped
 from pipeline.source.connect import connect
 from pipeline.store import open_store
 from sluice_common.errors import UsageError
@@ -38,10 +41,19 @@ def restart(cfg: Config, start_from: str) -> dict[str, Any]:
     store.check_writable()
     reload = f"to load the targets afresh from a new snapshot: sluice bootstrap --config {cfg.file} --force"
     with store.capture_lock(), ExitStack() as locks:
-        groups = sorted({*store.groups(), *(g.groupId for g in cfg.groups)})
+        mine = [g.groupId for g in cfg.groups]
+        foreign = sorted(set(store.groups()) - set(mine))
+        if foreign:
+            raise UsageError(f"{store.root}: the store is shared with group(s) {', '.join(foreign)}, which "
+                             f"{cfg.file} does not have: their targets cannot be checked from here",
+                             hint="run it with a config that has every group of the store, or give this "
+                                  "deployment a store.path of its own")
+        groups = sorted(mine)
         for g in groups:
             locks.enter_context(store.apply_lock(g))  # no sync applies while the cursors move
-        acked = {g: store.cursor(g) for g in groups if store.cursor(g) > 0}
+        start_record = mapped.started(store.root)
+        floor = start_record["afterBatch"] if start_record is not None else 0  # a restart's or bootstrap's
+        acked = {g: store.cursor(g) for g in groups if store.cursor(g) > floor}
         if acked:
             names = ", ".join(f"{g} (cursor {c})" for g, c in sorted(acked.items()))
             raise UsageError(f"{store.root}: group(s) {names} applied batches of this store: starting it "
@@ -61,12 +73,12 @@ def restart(cfg: Config, start_from: str) -> dict[str, Any]:
         next_id = int((old or {}).get("nextId", 1) or 1)
         start = start.with_(next_id=next_id)
         store.set_start_position(start.to_dict(), force=True)
+        mapped.record_start(store.root, groups, newest)
         cursors = {g: (store.cursor(g), newest) for g in groups}
         for g in groups:
             store.set_cursor(g, newest)
-        from pipeline.job.mapped import record_start
-
-        record_start(store.root, groups)
+        store.prune(retain=0)  # the old history goes (a group added later would apply it); its newest
+        # batch stays, carrying the batch numbering on, and a group added later is refused at it
     log.warning("capture start position set again; every group's cursor moved past the stored batches",
                 position=start.text(), batches=newest)
     return {"old": old, "start": start.to_dict(), "cursors": cursors}

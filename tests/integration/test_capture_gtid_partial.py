@@ -54,6 +54,11 @@ def test_a_from_start_on_mysql_reads_the_gtid_set_there(tmp_path, mysql, mariadb
     d.ok("run")
     assert d.rows() == [(2, "b")]  # row 1 came before the --from start
 
+    shutil.rmtree(d.store)  # the file's very start (its header: no transaction before it) holds that set too
+    d.ok("capture", "--once", "--from", f"{logfile}:4")
+    start = json.loads((d.store / "position.json").read_text())["position"]
+    assert start["gtid"] == there and "gtidPartial" not in start
+
 
 def test_a_lost_mysql_store_resumes_with_the_targets_gtid_set(tmp_path, mysql, mariadb_target):
     """The targets record the GTID set with each position: a lost store's refusal names it in its

@@ -173,6 +173,9 @@ def test_a_store_started_at_the_wrong_place_starts_again_before_any_ack(tmp_path
     assert "capture starts at " in proc.stdout and f'"logpos": {right[1]}' in proc.stdout
     assert "cursors past the stored batches: g1 0 -> 1" in proc.stdout
     d.ok("capture", "--once")
+    again = d.ok("store", "restart", "--from", f"{right[0]}:{right[1]}")  # again, before any sync: still free
+    assert "cursors past the stored batches: g1 1 -> 2" in again.stdout
+    d.ok("capture", "--once")
     d.ok("run")
     assert d.rows() == d.source_rows() == [(1, "a"), (2, "b")]
 

@@ -223,6 +223,10 @@ def test_the_gtid_set_at_a_mysql_coordinate_is_read_from_the_files_events(monkey
     assert mysql_gtid_at(Conn(events), at) == f"{UUID}:1-139,{other}:1-2"
     assert mysql_gtid_at(Conn(events), Position("b.1", 571)) == f"{UUID}:1-140,{other}:1-2"  # the file's end
     assert mysql_gtid_at(Conn(events[:1]), Position("b.1", 126)) == ""  # nothing before: an empty set
+    for header in (4, 126, 197):  # the file's start, its Previous_gtids, its first transaction
+        assert mysql_gtid_at(Conn(events), Position("b.1", header)) == f"{UUID}:1-138,{other}:1-2"
+    odd = [*events[:2], ("b.1", 197, "Gtid", 1, 276, "last_committed=1 sequence_number=2")]
+    assert mysql_gtid_at(Conn(odd), at) is None  # a GTID event it cannot read: not known
     tagged = [*events[:2], ("b.1", 197, "Gtid_tagged_log_event", 1, 276, f"SET @@SESSION.GTID_NEXT= '{UUID}:t:1'")]
     assert mysql_gtid_at(Conn(tagged), at) is None
     assert mysql_gtid_at(Conn(None), at) is None

@@ -78,11 +78,14 @@ def test_a_mapping_pointed_elsewhere_is_said_with_what_changed(tmp_path):
 
 def test_a_group_not_among_those_the_store_started_with_is_said_until_it_synced(tmp_path):
     """Added to a running deployment, a group's targets get only what the store holds: named at its
-    syncs until one finishes (its mappings recorded); never for the groups the store started with,
-    nor in a store started before the record existed."""
-    assert mapped.joined(tmp_path, "g2") == []  # no record of the start: an older store
-    mapped.record_start(tmp_path, ["g3", "g1"])
-    assert mapped.joined(tmp_path, "g1") == [] and mapped.joined(tmp_path, "g2") == ["g1", "g3"]
+    syncs until one finishes (its mappings recorded); never for the groups the store started with. A
+    store started before the record existed: the groups registered in it stand in."""
+    old = SimpleNamespace(root=tmp_path, groups=lambda: ["g1"])
+    assert mapped.joined(old, "g2") == ["g1"] and mapped.joined(old, "g1") == []
+    mapped.record_start(tmp_path, ["g3", "g1"], 7)
+    store = SimpleNamespace(root=tmp_path, groups=lambda: ["g1", "g2", "g3"])  # g2 registered: no matter
+    assert mapped.joined(store, "g1") == [] and mapped.joined(store, "g2") == ["g1", "g3"]
+    assert mapped.started(tmp_path) == {"groups": ["g1", "g3"], "afterBatch": 7}
     changes = mapped.Changes(joined=["g1", "g3"])
     assert changes
     (note,) = mapped.notes(SimpleNamespace(file="s.yml"), "g2", changes, {}, 0)
@@ -90,7 +93,7 @@ def test_a_group_not_among_those_the_store_started_with_is_said_until_it_synced(
                            "changes the store holds, from its first batch; rows its tables held before that")
     assert note.endswith("load them: sluice repair --config s.yml --group g2")
     mapped.remember(tmp_path, "g2", (_m("t.yml", table="t", mapAll=True),))  # a sync of it finished
-    assert mapped.joined(tmp_path, "g2") == []
+    assert mapped.joined(store, "g2") == []
 
 
 def test_an_adapter_an_es_id_and_hbase_cells_pointed_elsewhere():
