@@ -71,7 +71,7 @@ def run_bootstrap(cfg: Config, spark, *, force: bool = False, partitions: int | 
             cursors[plan.group_id] = {"from": old, "to": newest}
         # the targets hold the snapshot now: a store lost before the first sync resumes here
         positions.record(cfg, plans, start, store.store_id, newest)
-        mapped.record_start(store.root, [g.groupId for g in cfg.groups], newest)
+        mapped.record_start(store.root, [g.groupId for g in cfg.groups], newest, by="bootstrap")
     out = {"position": start, "how": how, "forced": bool(force and existing is not None), "cursors": cursors,
            "seconds": round(time.monotonic() - t0, 3), "groups": [s.as_dict() for s in summaries]}
     log.info("bootstrap done", position=pos.text(), rows=sum(s.rows for s in summaries), seconds=out["seconds"])

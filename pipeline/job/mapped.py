@@ -173,11 +173,11 @@ def _start_path(root: Path) -> Path:
     return Path(root) / FOLDER / STARTED
 
 
-def record_start(root: Path, groups: list[str], after_batch: int = 0) -> None:
-    """Record the groups a store starts with (capture's first start, ``bootstrap``, ``store restart``)
-    and the batches before that start (the cursor those set): a group not among them was added later
-    (:func:`joined`). Best effort, as :func:`remember`."""
-    body = {"format": 1, "at": now_iso(), "groups": sorted(groups), "afterBatch": after_batch}
+def record_start(root: Path, groups: list[str], after_batch: int = 0, by: str = "capture") -> None:
+    """Record the groups a store starts with, the batches before that start (the cursor it set) and
+    what started it (``capture``'s first start, ``bootstrap``, ``restart``): a group not among them
+    was added later (:func:`joined`). Best effort, as :func:`remember`."""
+    body = {"format": 1, "at": now_iso(), "groups": sorted(groups), "afterBatch": after_batch, "by": by}
     try:
         _start_path(root).parent.mkdir(parents=True, exist_ok=True)
         write_atomic(_start_path(root), (json.dumps(body, indent=1) + "\n").encode())
@@ -187,10 +187,11 @@ def record_start(root: Path, groups: list[str], after_batch: int = 0) -> None:
 
 
 def started(root: Path) -> dict[str, Any] | None:
-    """``{"groups": [...], "afterBatch": N}`` of the store's start (None: not recorded)."""
+    """``{"groups": [...], "afterBatch": N, "by": ...}`` of the store's start (None: not recorded)."""
     try:
         body = json.loads(_start_path(root).read_bytes())
-        return {"groups": [str(g) for g in body["groups"]], "afterBatch": int(body.get("afterBatch") or 0)}
+        return {"groups": [str(g) for g in body["groups"]], "afterBatch": int(body.get("afterBatch") or 0),
+                "by": str(body.get("by") or "capture")}
     except (OSError, ValueError, KeyError, TypeError):
         return None
 

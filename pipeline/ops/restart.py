@@ -12,8 +12,11 @@ deployment sharing the store, refuses it too. Then it is what ``sluice bootstrap
 without the load: the new start is checked as ``capture --from`` checks a new store's
 (:func:`pipeline.capture.fresh.new_start`), recorded with the store's next Dml id, every group's
 cursor moves past the stored batches, and those are pruned but the newest (batch numbers go on, so
-no record of the old batches' positions can cover the new ones; a group added later is refused at
-the gap instead of applying the old history). Elasticsearch and HBase targets record nothing.
+no record of the old batches' positions can cover the new ones). A group added later starts at
+cursor 0: it applies what is left of the old history before the new one (replays converge; its
+first syncs name the load it needs, :func:`pipeline.job.mapped.joined`), or is refused at the gap
+prune left. Elasticsearch and HBase targets record nothing: a store that ``bootstrap`` started is
+refused whatever its targets.
 """
 
 from __future__ import annotations
@@ -52,13 +55,16 @@ def restart(cfg: Config, start_from: str) -> dict[str, Any]:
         for g in groups:
             locks.enter_context(store.apply_lock(g))  # no sync applies while the cursors move
         start_record = mapped.started(store.root)
-        floor = start_record["afterBatch"] if start_record is not None else 0  # a restart's or bootstrap's
+        floor = start_record["afterBatch"] if start_record is not None else 0  # a restart's
         acked = {g: store.cursor(g) for g in groups if store.cursor(g) > floor}
         if acked:
             names = ", ".join(f"{g} (cursor {c})" for g, c in sorted(acked.items()))
             raise UsageError(f"{store.root}: group(s) {names} applied batches of this store: starting it "
                              "elsewhere would apply other history over what their targets hold", hint=reload)
         _refuse_if_applied(cfg, store.store_id, reload)
+        if start_record is not None and start_record["by"] == "bootstrap":  # ES and HBase record nothing
+            raise UsageError(f"{store.root}: sluice bootstrap loaded the targets at the store's start: starting it "
+                             "elsewhere would skip or repeat the changes since that snapshot", hint=reload)
         old = store.last_position()
         conn = connect(cfg.source)
         try:
@@ -73,7 +79,7 @@ def restart(cfg: Config, start_from: str) -> dict[str, Any]:
         next_id = int((old or {}).get("nextId", 1) or 1)
         start = start.with_(next_id=next_id)
         store.set_start_position(start.to_dict(), force=True)
-        mapped.record_start(store.root, groups, newest)
+        mapped.record_start(store.root, groups, newest, by="restart")
         cursors = {g: (store.cursor(g), newest) for g in groups}
         for g in groups:
             store.set_cursor(g, newest)

@@ -85,7 +85,7 @@ def test_a_group_not_among_those_the_store_started_with_is_said_until_it_synced(
     mapped.record_start(tmp_path, ["g3", "g1"], 7)
     store = SimpleNamespace(root=tmp_path, groups=lambda: ["g1", "g2", "g3"])  # g2 registered: no matter
     assert mapped.joined(store, "g1") == [] and mapped.joined(store, "g2") == ["g1", "g3"]
-    assert mapped.started(tmp_path) == {"groups": ["g1", "g3"], "afterBatch": 7}
+    assert mapped.started(tmp_path) == {"groups": ["g1", "g3"], "afterBatch": 7, "by": "capture"}
     changes = mapped.Changes(joined=["g1", "g3"])
     assert changes
     (note,) = mapped.notes(SimpleNamespace(file="s.yml"), "g2", changes, {}, 0)
