@@ -103,14 +103,14 @@ def start_position(cfg: Config, conn: Any, flavor: str, store: CaptureLog, start
         log.warning("no stored position: capture starts at the server's current position (--from now)",
                     position=start.text())
         return start
-    _refuse_if_applied(cfg, store)
+    _refuse_if_applied(cfg, store, flavor)
     start = current_position(conn, flavor)
     log.warning("no stored position: capture starts at the server's current position (no target was applied "
                 "to from this source)", position=start.text())
     return start
 
 
-def _refuse_if_applied(cfg: Config, store: CaptureLog) -> None:
+def _refuse_if_applied(cfg: Config, store: CaptureLog, flavor: str) -> None:
     from pipeline.job.positions import read_all, resume_point
 
     found, unknown = read_all(cfg)
@@ -127,9 +127,8 @@ def _refuse_if_applied(cfg: Config, store: CaptureLog) -> None:
         return
     pos = point.position
     at = f"{pos.logfile}:{pos.logpos}"
-    if pos.gtid and ":" in pos.gtid and not pos.gtid_partial:  # MySQL: its set too (read from the binlog
-        # only within the first events of the file)
-        at = f"'{at} gtid={pos.gtid}'"
+    if flavor == "mysql" and pos.gtid and not pos.gtid_partial:  # its set too: MySQL's is read from the
+        at = f"'{at} gtid={pos.gtid}'"  # binlog only within the first events of the file (_mysql_set)
     raise StoreError(f"{where}, but group {point.group}'s target {point.target} holds changes of source "
                      f"{cfg.source.name} up to {pos.text()} (recorded {point.at} by store {point.store_id}); "
                      "starting at the source's current position would skip every change made since",

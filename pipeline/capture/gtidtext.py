@@ -1,5 +1,7 @@
 """MySQL GTID set text (``uuid:1-5:7,uuid2:tag:1-3``, as servers print it): its intervals, and one
-canonical text of a set (per server UUID, in order, intervals merged) to compare and store."""
+canonical text of a set (per server UUID, in order, intervals merged) to compare and store.
+(python-mysql-replication's ``GtidSet``, which capture's GTID state is, cannot parse a tag, and
+neither merges a UUID named twice nor compares sets whose UUIDs come in another order.)"""
 
 from __future__ import annotations
 

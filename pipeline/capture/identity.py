@@ -16,8 +16,8 @@ anything is read, :func:`resolve_start` decides:
   anything from that file (:func:`check_file`): the same name after ``RESET MASTER`` /
   ``RESET BINARY LOGS AND GTIDS`` is another file.
 * **A partial GTID set** (``gtidPartial``, MySQL: tagged GTIDs read, or a ``--from`` start whose set
-  could not be read)
-  is never resumed by GTID: on another server, or with ``source.resumeBy: gtid``, it is refused by name.
+  could not be read) is never resumed by GTID: on another server, or with ``source.resumeBy: gtid``,
+  it is refused by name.
 * **A position without these keys** (stored by an older Sluice, ``sluice capture --from``): MariaDB
   checks that ``BINLOG_GTID_POS`` at the coordinates is the stored GTID state.
 

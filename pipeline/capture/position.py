@@ -24,9 +24,10 @@ A position is a plain JSON object:
   stored before these keys existed lack them and are still read.
 * ``gtidPartial`` (only when true; MySQL): ``gtid`` lacks transactions before the position: those
   with a tagged GTID (MySQL 8.3+, ``uuid:tag:n``; framed by their BEGIN/XID, their GTID not kept),
-  or all before a start that named no GTID set (``sluice capture --from FILE:POS``: the set holds
-  only what capture read). Such a position resumes by file and offset on the server it was read
-  from, never by GTID (:mod:`identity` refuses it by name).
+  or all before a ``sluice capture --from FILE:POS`` start whose set could not be read from the
+  binlog (:func:`pipeline.capture.fresh.new_start`: the set holds only what capture read). Such a
+  position resumes by file and offset on the server it was read from, never by GTID (:mod:`identity`
+  refuses it by name).
 """
 
 from __future__ import annotations

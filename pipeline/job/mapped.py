@@ -18,10 +18,11 @@ the run record and ``sluice status``) what the change means for rows:
   written by capture's first start, ``bootstrap`` and ``store restart`` -- and no sync of it finished
   yet: added to a running deployment): its targets get the changes the store holds, not the rows its
   tables held before; the summary names the load command, until a sync of the group finishes;
-* **a mapping pointed elsewhere** (``targetTable``/``targetDb``, ``targetPk``, a target column fed by
-  another source column; an ES index, ``_id`` or SQL; an HBase table, family, row key or mode): rows
-  applied before are where and as the old mapping wrote them; the summary names what changed and
-  the same command rewrites them (records without this part, from older syncs, are not compared).
+* **a mapping pointed elsewhere** (:func:`target`: another adapter; ``targetTable``/``targetDb``,
+  ``targetPk``, a target column fed by another source column; an ES index, type, ``_id``/``pk`` or SQL;
+  an HBase table, family, row key, separator, mode, qualifier case or cell): rows applied before are
+  where and as the old mapping wrote them; the summary names what changed and the same command
+  rewrites them (a part the last record lacks, from an older sync, is not compared).
 
 Nothing is refused: each is something an operator may mean. It is said once, at the first sync
 after the change (the record moves on when that sync acks).
@@ -228,11 +229,14 @@ def _moved(was: dict[str, Any] | None, now: dict[str, Any]) -> list[str]:
         if old == new:
             continue
         if part in ("columns", "cells") and isinstance(old, dict) and isinstance(new, dict):
-            name = "column" if part == "columns" else "cell of"
-            out += [f"{name} {t} from {new[t]} (was {old[t]})" if part == "columns" else
-                    f"{name} {t} {new[t] or 'default'} (was {old[t] or 'default'})"
-                    for t in sorted(new.keys() & old.keys()) if new[t] != old[t]]
-            # a column added or removed: said as widened, or not written any more
+            # per column both write (one added or removed: said as widened, or not written any more)
+            for t in sorted(new.keys() & old.keys()):
+                if new[t] == old[t]:
+                    continue
+                if part == "columns":
+                    out.append(f"column {t} from {new[t]} (was {old[t]})")
+                else:
+                    out.append(f"cell of {t} {new[t] or 'default'} (was {old[t] or 'default'})")
         elif part == "key" and isinstance(old, dict) and isinstance(new, dict):
             out.append(f"key {_pairs(new)} (was {_pairs(old)})")
         else:

@@ -55,7 +55,7 @@ def restart(cfg: Config, start_from: str) -> dict[str, Any]:
         for g in groups:
             locks.enter_context(store.apply_lock(g))  # no sync applies while the cursors move
         start_record = mapped.started(store.root)
-        floor = start_record["afterBatch"] if start_record is not None else 0  # a restart's
+        floor = start_record["afterBatch"] if start_record is not None else 0  # the cursor a restart set
         acked = {g: store.cursor(g) for g in groups if store.cursor(g) > floor}
         if acked:
             names = ", ".join(f"{g} (cursor {c})" for g, c in sorted(acked.items()))
@@ -83,8 +83,7 @@ def restart(cfg: Config, start_from: str) -> dict[str, Any]:
         cursors = {g: (store.cursor(g), newest) for g in groups}
         for g in groups:
             store.set_cursor(g, newest)
-        store.prune(retain=0)  # the old history goes (a group added later would apply it); its newest
-        # batch stays, carrying the batch numbering on, and a group added later is refused at it
+        store.prune(retain=0)  # the old history goes but its newest batch, which carries the numbering on
     log.warning("capture start position set again; every group's cursor moved past the stored batches",
                 position=start.text(), batches=newest)
     return {"old": old, "start": start.to_dict(), "cursors": cursors}

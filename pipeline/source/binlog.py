@@ -31,8 +31,8 @@ class Position:
     server_uuid: str | None = None
     file_ts: int | None = None
     #: the GTID set is partial (MySQL): it lacks tagged GTIDs (``uuid:tag:n``) of transactions capture
-    #: read, or the transactions before a start that named no GTID set; it cannot be resumed by GTID
-    #: (the server would send those transactions again)
+    #: read, or the transactions before a ``--from`` start whose set could not be read; it cannot be
+    #: resumed by GTID (the server would send those transactions again)
     gtid_partial: bool = False
 
     def to_dict(self) -> dict[str, Any]:
