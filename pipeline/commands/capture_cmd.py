@@ -23,8 +23,9 @@ def capture(
     follow: bool = typer.Option(False, "--follow", help="Keep reading new changes until stopped."),
     max_batches: int | None = typer.Option(None, "--max-batches", min=1, help="Stop after N batches."),
     start_from: str = typer.Option(None, "--from", help="Where a store without a position starts: FILE:POS (e.g. "
-                                   "where the targets stand, as a refusal names it) or now (the source's current "
-                                   "position, even when targets were applied to before)."),
+                                   "where the targets stand, as a refusal names it; on MySQL 'FILE:POS gtid=SET' "
+                                   "with the GTID set there, which is else read from the binlog) or now (the "
+                                   "source's current position, even when targets were applied to before)."),
 ) -> None:
     """Capture binlog changes into the batch store, resuming from its stored position."""
     from pipeline.capture import run_capture
