@@ -123,7 +123,7 @@ def run_sync(cfg: Config, group_id: str, spark: SparkSession, *, max_batches: in
     # one source connection for the sync's replayed DDL (a run of a thousand CREATE TABLEs: one login)
     with nullcontext() if locked else store.apply_lock(group_id), closing(source_charsets_reader(plan)) as charsets:
         summary.acked_to = started_at = store.cursor(group_id)
-        changes = mapped.compare(store.root, group_id, plan.mappings)
+        changes = mapped.compare(store.root, group_id, plan.mappings, plan.default_schemas())
         changes.joined = mapped.joined(store, group_id)
         sizer = RoundSizer.load(store.root, group_id, cfg.spark)
         done, drained = 0, False

@@ -43,6 +43,16 @@ class GroupPlan:
         """Indices of the mappings that a change of ``database.table`` concerns."""
         return [i for i, m in enumerate(self.mappings) if m.matches(database, table)]
 
+    def default_schemas(self) -> dict[str, str]:
+        """Each mapping file's default target schema where a table named without one lands in the
+        URL's database (MySQL and MariaDB targets), for :func:`pipeline.job.mapped.compare`."""
+        out = {}
+        for i, m in enumerate(self.mappings):
+            _, target = self.targets[self.mapping_target[i]]
+            if getattr(target, "dialect", None) in ("mysql", "mariadb") and getattr(target, "database", None):
+                out[m.file] = target.database
+        return out
+
     def key_plan(self) -> KeyPlan:
         """Ordered groups and key folds from the targets' current schemas (after each DDL)."""
         ordered, folds, folders = {}, {}, {}

@@ -143,8 +143,11 @@ class Changes:
         return bool(self.dropped or self.widened or self.added or self.moved or self.joined)
 
 
-def compare(root: Path, group: str, mappings: tuple[Mapping, ...]) -> Changes:
-    """The changes since the group's last sync (nothing when it has none recorded yet)."""
+def compare(root: Path, group: str, mappings: tuple[Mapping, ...],
+            schemas: dict[str, str] | None = None) -> Changes:
+    """The changes since the group's last sync (nothing when it has none recorded yet). ``schemas``:
+    each mapping file's default target schema (a MySQL/MariaDB target's database), so that naming it
+    in ``targetTable`` or leaving it out is the same table, not a move."""
     before = recorded(root, group)
     out = Changes()
     if before is None:
@@ -159,7 +162,7 @@ def compare(root: Path, group: str, mappings: tuple[Mapping, ...]) -> Changes:
             new = _new_columns(was["writes"], writes(m))
             if new:
                 out.widened[file] = new
-            moved = _moved(was["target"], target(m))
+            moved = _moved(was["target"], target(m), (schemas or {}).get(file))
             if moved:
                 out.moved[file] = moved
     out.added = [f for f in now if f not in before]
@@ -218,15 +221,16 @@ def _same(a: str, b: str) -> bool:
     return a == b or "*" in (a, b)
 
 
-def _moved(was: dict[str, Any] | None, now: dict[str, Any]) -> list[str]:
+def _moved(was: dict[str, Any] | None, now: dict[str, Any], schema: str | None = None) -> list[str]:
     """What of a mapping's target changed: the parts both records have (none when the record has no
-    target: an older sync's; a part recorded since is compared from the next sync on)."""
+    target: an older sync's; a part recorded since is compared from the next sync on). ``schema``:
+    the target's default schema (a table named without it is the same table)."""
     if was is None or was == now:
         return []
     out = []
     for part in now.keys() & was.keys():
         old, new = was[part], now[part]
-        if old == new:
+        if old == new or (part == "table" and schema and _in(schema, old) == _in(schema, new)):
             continue
         if part in ("columns", "cells") and isinstance(old, dict) and isinstance(new, dict):
             # per column both write (one added or removed: said as widened, or not written any more)
@@ -242,6 +246,11 @@ def _moved(was: dict[str, Any] | None, now: dict[str, Any]) -> list[str]:
         else:
             out.append(f"{part} {_text(new)} (was {_text(old)})")
     return sorted(out)
+
+
+def _in(schema: str, table: Any) -> Any:
+    """An RDB target table's recorded name with the default ``schema`` spelled out."""
+    return f"{schema}.{table}" if isinstance(table, str) and "." not in table else table
 
 
 def _pairs(d: dict) -> str:

@@ -76,6 +76,20 @@ def test_a_mapping_pointed_elsewhere_is_said_with_what_changed(tmp_path):
     assert mapped.compare(tmp_path, "g1", (other,)).moved == {"m.yml": ["database y (was x)"]}
 
 
+def test_the_default_database_named_or_left_out_is_the_same_table(tmp_path):
+    """``targetTable: t`` and ``targetTable: db.t`` on a target whose URL names database db write the
+    same table: no move (and no `sluice repair` asked for); another database, or no default known, is one."""
+    plain = _m("t.yml", table="t", targetTable="t", mapAll=True)
+    mapped.remember(tmp_path, "g1", (plain,))
+    named = _m("t.yml", table="t", targetTable="db.t", mapAll=True)
+    assert not mapped.compare(tmp_path, "g1", (named,), {"t.yml": "db"}).moved
+    assert mapped.compare(tmp_path, "g1", (named,)).moved == {"t.yml": ["table db.t (was t)"]}
+    other = _m("t.yml", table="t", targetTable="other.t", mapAll=True)
+    assert mapped.compare(tmp_path, "g1", (other,), {"t.yml": "db"}).moved == {"t.yml": ["table other.t (was t)"]}
+    mapped.remember(tmp_path, "g1", (named,))
+    assert not mapped.compare(tmp_path, "g1", (plain,), {"t.yml": "db"}).moved
+
+
 def test_a_group_not_among_those_the_store_started_with_is_said_until_it_synced(tmp_path):
     """Added to a running deployment, a group's targets get only what the store holds: named at its
     syncs until one finishes (its mappings recorded); never for the groups the store started with. A
