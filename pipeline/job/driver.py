@@ -228,7 +228,7 @@ def run_sync(cfg: Config, group_id: str, spark: SparkSession, *, max_batches: in
         for note in summary.notes:
             log.warning("the group's mappings changed since its last sync", group=group_id, note=note)
         if drained or not store.get(group_id, 1):  # a bounded sync that left batches says it again next time
-            mapped.remember(store.root, group_id, plan.mappings)
+            mapped.remember(store.root, group_id, plan.mappings, plan.default_schemas())
         store.rollback(group_id)
     summary.seconds = time.monotonic() - t0
     return summary

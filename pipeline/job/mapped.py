@@ -112,11 +112,14 @@ def recorded(root: Path, group: str) -> dict[str, dict[str, Any]] | None:
         return None
 
 
-def remember(root: Path, group: str, mappings: tuple[Mapping, ...]) -> None:
+def remember(root: Path, group: str, mappings: tuple[Mapping, ...], schemas: dict[str, str] | None = None) -> None:
     """Record the group's mappings after a sync that acked (best effort: a store that cannot take
-    the file only loses the comparison)."""
+    the file only loses the comparison). ``schemas``: as :func:`compare` takes them; an RDB table
+    named without its database is recorded with the one it was written in."""
+    schemas = schemas or {}
     body = {"format": 1, "group": group, "at": now_iso(),
-            "mappings": {m.file: {"reads": reads(m), "writes": writes(m), "target": target(m)} for m in mappings}}
+            "mappings": {m.file: {"reads": reads(m), "writes": writes(m),
+                                  "target": _qualified(target(m), schemas.get(m.file))} for m in mappings}}
     try:
         _path(root, group).parent.mkdir(parents=True, exist_ok=True)
         write_atomic(_path(root, group), (json.dumps(body, indent=1, ensure_ascii=False) + "\n").encode())
@@ -162,7 +165,8 @@ def compare(root: Path, group: str, mappings: tuple[Mapping, ...],
             new = _new_columns(was["writes"], writes(m))
             if new:
                 out.widened[file] = new
-            moved = _moved(was["target"], target(m), (schemas or {}).get(file))
+            schema = (schemas or {}).get(file)  # also for a record made before it was recorded
+            moved = _moved(_qualified(was["target"], schema), _qualified(target(m), schema))
             if moved:
                 out.moved[file] = moved
     out.added = [f for f in now if f not in before]
@@ -221,16 +225,15 @@ def _same(a: str, b: str) -> bool:
     return a == b or "*" in (a, b)
 
 
-def _moved(was: dict[str, Any] | None, now: dict[str, Any], schema: str | None = None) -> list[str]:
+def _moved(was: dict[str, Any] | None, now: dict[str, Any]) -> list[str]:
     """What of a mapping's target changed: the parts both records have (none when the record has no
-    target: an older sync's; a part recorded since is compared from the next sync on). ``schema``:
-    the target's default schema (a table named without it is the same table)."""
+    target: an older sync's; a part recorded since is compared from the next sync on)."""
     if was is None or was == now:
         return []
     out = []
     for part in now.keys() & was.keys():
         old, new = was[part], now[part]
-        if old == new or (part == "table" and schema and _in(schema, old) == _in(schema, new)):
+        if old == new:
             continue
         if part in ("columns", "cells") and isinstance(old, dict) and isinstance(new, dict):
             # per column both write (one added or removed: said as widened, or not written any more)
@@ -248,9 +251,14 @@ def _moved(was: dict[str, Any] | None, now: dict[str, Any], schema: str | None =
     return sorted(out)
 
 
-def _in(schema: str, table: Any) -> Any:
-    """An RDB target table's recorded name with the default ``schema`` spelled out."""
-    return f"{schema}.{table}" if isinstance(table, str) and "." not in table else table
+def _qualified(part: dict[str, Any] | None, schema: str | None) -> dict[str, Any] | None:
+    """A target record whose RDB table (the dbMapping shape: with ``columns``) is named without its
+    database, with ``schema`` (the target's default database) spelled out: ``t`` and ``db.t`` on a
+    target whose URL names ``db`` are one table."""
+    if part is None or not schema or "columns" not in part:
+        return part
+    table = part.get("table")
+    return {**part, "table": f"{schema}.{table}"} if isinstance(table, str) and "." not in table else part
 
 
 def _pairs(d: dict) -> str:

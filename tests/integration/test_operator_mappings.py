@@ -180,11 +180,12 @@ def test_a_mapping_pointed_at_another_table_names_the_rewrite(tmp_path, mariadb,
     d.edit_mapping(targetTable="t2")
     d.source(f"INSERT INTO `{d.db}`.t VALUES (3, 'c')")
     proc = d.ok("run")
-    note = ("note: mappings/t.yml now writes with table t2 (was t): rows applied before this sync are where and as "
+    moved = f"mappings/t.yml now writes with table {d.tdb}.t2 (was {d.tdb}.t)"  # the URL's database named
+    note = (f"note: {moved}: rows applied before this sync are where and as "
             "the old mapping wrote them; rewrite them: sluice repair ")
     assert note in proc.stdout, proc.stdout
     assert d.rows("t2") == [(3, "c")] and d.rows() == [(1, "a"), (2, "b")]
-    assert "mappings/t.yml now writes with table t2 (was t)" in d.ok("status").stdout
+    assert moved in d.ok("status").stdout
 
     d.ok(*_fix_command(proc.stdout, "rewrite them: "))  # follow it
     assert d.rows("t2") == d.source_rows() == [(1, "a"), (2, "b"), (3, "c")]

@@ -181,9 +181,10 @@ def test_a_store_started_at_the_wrong_place_starts_again_before_any_ack(tmp_path
 
     again = d.run("store", "restart", "--from", "now")
     one_message(again, exitcodes.CONFIG, "group(s) g1 (cursor ", "applied batches of this store",
-                "fix: to load the targets afresh from a new snapshot: sluice bootstrap --config")
+                f"fix: to load the targets afresh from a new snapshot: sluice bootstrap --config {d.cfg} --force")
     d.source(f"INSERT INTO `{d.db}`.t VALUES (3, 'c')")
     d.ok("bootstrap", "--force")  # the fix, as the hint gives it: the targets hold the snapshot, cursor 0
+    assert ("g1", -1) in d.target(f"SELECT grp, part FROM `{d.tdb}`._sluice_applied")  # the snapshot's record
     d.ok("run")
     assert d.rows() == d.source_rows() == [(1, "a"), (2, "b"), (3, "c")]
     # a start elsewhere now skips or repeats changes since the snapshot

@@ -78,16 +78,45 @@ def test_a_mapping_pointed_elsewhere_is_said_with_what_changed(tmp_path):
 
 def test_the_default_database_named_or_left_out_is_the_same_table(tmp_path):
     """``targetTable: t`` and ``targetTable: db.t`` on a target whose URL names database db write the
-    same table: no move (and no `sluice repair` asked for); another database, or no default known, is one."""
+    same table: no move (and no `sluice repair` asked for). The record keeps the database the rows
+    went to, so a URL pointed at another database is a move; so is another database named, a record
+    of another kind of target with the same table part, and anything when no default is known."""
     plain = _m("t.yml", table="t", targetTable="t", mapAll=True)
-    mapped.remember(tmp_path, "g1", (plain,))
     named = _m("t.yml", table="t", targetTable="db.t", mapAll=True)
+    mapped.remember(tmp_path, "g1", (plain,))  # a record from before the database was recorded
     assert not mapped.compare(tmp_path, "g1", (named,), {"t.yml": "db"}).moved
     assert mapped.compare(tmp_path, "g1", (named,)).moved == {"t.yml": ["table db.t (was t)"]}
-    other = _m("t.yml", table="t", targetTable="other.t", mapAll=True)
-    assert mapped.compare(tmp_path, "g1", (other,), {"t.yml": "db"}).moved == {"t.yml": ["table other.t (was t)"]}
-    mapped.remember(tmp_path, "g1", (named,))
+    mapped.remember(tmp_path, "g1", (plain,), {"t.yml": "db"})
+    assert not mapped.compare(tmp_path, "g1", (named,), {"t.yml": "db"}).moved
     assert not mapped.compare(tmp_path, "g1", (plain,), {"t.yml": "db"}).moved
+    assert mapped.compare(tmp_path, "g1", (plain,), {"t.yml": "b"}).moved == {"t.yml": ["table b.t (was db.t)"]}
+    other = _m("t.yml", table="t", targetTable="other.t", mapAll=True)
+    assert mapped.compare(tmp_path, "g1", (other,), {"t.yml": "db"}).moved == {"t.yml": ["table other.t (was db.t)"]}
+    hbase = parse_mapping({"hbaseMapping": {"database": "d", "table": "t", "hbaseTable": "t", "rowKey": "id",
+                                            "columns": {"x": None}}}, "t.yml")
+    mapped.remember(tmp_path, "g1", (hbase,), {"t.yml": "db"})
+    assert mapped.compare(tmp_path, "g1", (named,), {"t.yml": "db"}).moved == {"t.yml": ["table db.t (was t)"]}
+
+
+def test_default_schemas_are_those_of_mysql_and_mariadb_urls():
+    """The default database of each mapping's target: a MySQL or MariaDB URL's; a PostgreSQL schema is
+    no URL database, and a URL without one gives none."""
+    from pipeline.config import parse_config
+    from pipeline.job.group import GroupPlan
+
+    def target(url: str):
+        cfg = parse_config({"source": {"name": "s", "host": "h", "user": "u", "password": "p", "serverId": 9},
+                            "groups": [{"groupId": "g", "mappings": [], "outerAdapters": [
+                                {"name": "rdb", "key": "k", "properties": {"jdbc.url": url}}]}]})
+        from adapters.registry import target_from_adapter
+
+        return target_from_adapter(cfg.group("g").outerAdapters[0], "s.yml", "groups[0].outerAdapters[0]")
+
+    urls = {"a.yml": "jdbc:mysql://h:3306/db", "b.yml": "jdbc:mariadb://h/mdb?useSSL=false",
+            "c.yml": "jdbc:postgresql://h/pg", "d.yml": "jdbc:mysql://h:3306/"}
+    maps = tuple(_m(f, table="t", mapAll=True) for f in urls)
+    plan = GroupPlan(None, "g", maps, tuple(urls), {f: ("rdb", target(u)) for f, u in urls.items()}, [])
+    assert plan.default_schemas() == {"a.yml": "db", "b.yml": "mdb"}
 
 
 def test_a_group_not_among_those_the_store_started_with_is_said_until_it_synced(tmp_path):

@@ -175,7 +175,7 @@ def test_a_sync_starts_no_round_once_a_stop_was_asked_for(tmp_path, monkeypatch)
     taken = []
     monkeypatch.setattr(store, "get", lambda group, n=1: taken.append(group) or [])
     monkeypatch.setattr(driver, "open_store", lambda cfg, create=False: store)
-    plan = NS(mappings=(), group_id="g1", key_plan=lambda: None)
+    plan = NS(mappings=(), group_id="g1", key_plan=lambda: None, default_schemas=dict)
     stopping.request()
     try:
         with pytest.raises(KeyboardInterrupt):
