@@ -157,12 +157,13 @@ def group_status(store: AdminLog, groups: list[str], *, now: float | None = None
     now = time.time() if now is None else now
     metas = metas if metas is not None else store.batches()
     out = {}
+    registered = set(store.groups()) if groups else set()  # once: on a Kafka store, a question to the brokers
     for g in groups:
         cursor = store.cursor(g)
         pending = [m for m in metas if m.batch_id > cursor]
         oldest = iso_ts(pending[0].created_at) if pending else None
         es = applied_event_ms(metas, cursor)
-        out[g] = {"cursor": cursor, "registered": g in store.groups(),
+        out[g] = {"cursor": cursor, "registered": g in registered,
                   "pending_batches": len(pending), "pending_rows": sum(m.rows for m in pending),
                   "oldest_pending_batch": pending[0].batch_id if pending else None,
                   "oldest_pending_at": pending[0].created_at if pending else None,

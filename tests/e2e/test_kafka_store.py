@@ -4,8 +4,9 @@ ranges (sluice-spark.jar's reader) -> a mirror database; ``sluice verify`` finds
 
 Also: replaying everything (cursor 0) changes nothing; the group's offsets are Kafka consumer-group
 offsets (``kafka-consumer-groups --describe`` shows lag 0 after a sync); two groups at different
-offsets; kill -9 of the job mid-apply acks nothing and a rerun converges; spark-submit to the
-standalone cluster with the jars of ``sluice package``.
+offsets, and a deployment with only one of them refused ``store restart`` of the shared store;
+kill -9 of the job mid-apply acks nothing and a rerun converges; spark-submit to the standalone
+cluster with the jars of ``sluice package``.
 
 The replay and the kill run with ``SLUICE_E2E_FULL=1`` (CI budget): by default test_ack_window.py
 kills a Kafka-store sync before its ack and replays the round over the target that holds it.
@@ -108,6 +109,26 @@ def test_second_group_at_its_own_offsets(deployment, mariadb, mariadb_target):
     _equal(mariadb, mariadb_target, d["db"], d["tdb2"])
     sluice("sync", "--config", str(d["cfg"]), "--group", "g1")
     _equal(mariadb, mariadb_target, d["db"], d["tdb"])
+
+
+def test_a_deployment_without_the_other_group_cannot_restart_the_shared_store(deployment):
+    """g1 and g2 both have cursors (consumer-group offsets on the batch topic): another deployment
+    sharing the store with only g1 is refused `store restart`, naming g2 (moving the start would
+    skip or repeat history under g2's targets), and no cursor moves."""
+    import yaml
+
+    d = deployment
+    raw = yaml.safe_load(Path(d["cfg"]).read_text())
+    raw["groups"] = [g for g in raw["groups"] if g["groupId"] == "g1"]
+    alone = Path(d["cfg"]).with_name("only-g1.yml")
+    alone.write_text(yaml.safe_dump(raw, sort_keys=False))
+    was = _cursor(d["cfg"], "g2")  # 0 unless the long form's test above synced g2
+    sluice("store", "set-cursor", "--config", str(d["cfg"]), "--group", "g2", "--to", str(was or 1))
+    before = {g: _cursor(d["cfg"], g) for g in ("g1", "g2")}
+    proc = sluice("store", "restart", "--config", str(alone), "--from", "now", check=False)
+    assert proc.returncode == 2 and "the store is shared with group(s) g2, which" in proc.stderr, proc.stderr
+    assert {g: _cursor(d["cfg"], g) for g in ("g1", "g2")} == before
+    sluice("store", "set-cursor", "--config", str(d["cfg"]), "--group", "g2", "--to", str(was))
 
 
 def test_replay_everything_changes_nothing(deployment, mariadb, mariadb_target):

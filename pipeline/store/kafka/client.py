@@ -250,6 +250,24 @@ def committed(topics: Topics, group: str, tps: list[tuple[str, int]]) -> dict[tu
             if tp.offset != OFFSET_INVALID and tp.offset >= 0}
 
 
+def cursor_groups(topics: Topics) -> list[str]:
+    """Every consumer group with a committed offset on the batch topic: the groups of each deployment
+    that shares this store (a Sluice group's cursor is its consumer group's offset there)."""
+    from confluent_kafka import ConsumerGroupTopicPartitions
+
+    client, found = admin(topics), []
+    try:
+        listed = client.list_consumer_groups(request_timeout=TIMEOUT).result()
+        for g in sorted(x.group_id for x in listed.valid):
+            ask = [ConsumerGroupTopicPartitions(g, [TopicPartition(topics.batch_topic, 0)])]
+            got = client.list_consumer_group_offsets(ask, request_timeout=TIMEOUT)[g].result()
+            if any(tp.error is None and tp.offset >= 0 for tp in got.topic_partitions or ()):
+                found.append(g)
+    except KafkaException as e:
+        raise fail(e, "list the consumer groups that read the store", topics) from None
+    return found
+
+
 def commit(topics: Topics, group: str, offsets: dict[tuple[str, int], int], metadata: dict[tuple[str, int], str]
            ) -> None:
     """Commit the group's offsets, all partitions in one request (one record batch in the group's

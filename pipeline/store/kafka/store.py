@@ -34,7 +34,7 @@ from sluice_common.errors import OutOfOrderAckError, StoreError
 from . import batches as records
 from .base import TopicsBase
 from .batches import KafkaBatch, to_batch
-from .client import commit, committed, list_offsets
+from .client import commit, committed, cursor_groups, list_offsets
 from .producer import BatchProducer
 from .routing import Router
 
@@ -319,8 +319,10 @@ class KafkaStore(TopicsBase):
                              hint=f"set it with `sluice store set-cursor --group {group} --to N`") from None
 
     def groups(self) -> list[str]:
-        """Groups of the config that have committed offsets here."""
-        return [g.groupId for g in self.cfg.groups if self.cursor(g.groupId) > 0]
+        """The groups with a cursor here: every consumer group with a committed offset on the batch
+        topic, this config's and those of any other deployment sharing the store (``store restart``
+        refuses to move a store they read)."""
+        return cursor_groups(self.topics)
 
     def get(self, group: str, max_batches: int = 1) -> list[KafkaBatch]:
         """The next batches after the group's cursor and what was handed out (not acked)."""
