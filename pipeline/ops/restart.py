@@ -45,12 +45,11 @@ def restart(cfg: Config, start_from: str) -> dict[str, Any]:
     reload = f"to load the targets afresh from a new snapshot: sluice bootstrap --config {cfg.file} --force"
     with store.capture_lock(), ExitStack() as locks:
         mine = [g.groupId for g in cfg.groups]
-        foreign = sorted(set(store.groups()) - set(mine))
+        foreign = sorted(set(store.readers()) - set(mine))
         if foreign:
             raise UsageError(f"{store.root}: the store is shared with group(s) {', '.join(foreign)}, which "
                              f"{cfg.file} does not have: their targets cannot be checked from here",
-                             hint="run it with a config that has every group of the store, or give this "
-                                  "deployment a store.path of its own")
+                             hint=_shared_hint(cfg, foreign))
         groups = sorted(mine)
         for g in groups:
             locks.enter_context(store.apply_lock(g))  # no sync applies while the cursors move
@@ -87,6 +86,17 @@ def restart(cfg: Config, start_from: str) -> dict[str, Any]:
     log.warning("capture start position set again; every group's cursor moved past the stored batches",
                 position=start.text(), batches=newest)
     return {"old": old, "start": start.to_dict(), "cursors": cursors}
+
+
+def _shared_hint(cfg: Config, foreign: list[str]) -> str:
+    """How to restart a store other groups read: with them in the config; on Kafka a group no
+    deployment uses any more goes with its consumer group (its cursor)."""
+    if cfg.store.kafka is None:
+        return ("run it with a config that has every group of the store, or give this deployment a "
+                "store.path of its own")
+    return ("run it with a config that has every group of the store; a group no deployment uses any more: "
+            f"kafka-consumer-groups --bootstrap-server {cfg.store.kafka.bootstrap_servers} --delete --group "
+            f"{foreign[0]} (its cursor), then run this again")
 
 
 def _refuse_if_applied(cfg: Config, store_id: str, reload: str) -> None:

@@ -124,11 +124,14 @@ def test_a_deployment_without_the_other_group_cannot_restart_the_shared_store(de
     alone.write_text(yaml.safe_dump(raw, sort_keys=False))
     was = _cursor(d["cfg"], "g2")  # 0 unless the long form's test above synced g2
     sluice("store", "set-cursor", "--config", str(d["cfg"]), "--group", "g2", "--to", str(was or 1))
-    before = {g: _cursor(d["cfg"], g) for g in ("g1", "g2")}
-    proc = sluice("store", "restart", "--config", str(alone), "--from", "now", check=False)
-    assert proc.returncode == 2 and "the store is shared with group(s) g2, which" in proc.stderr, proc.stderr
-    assert {g: _cursor(d["cfg"], g) for g in ("g1", "g2")} == before
-    sluice("store", "set-cursor", "--config", str(d["cfg"]), "--group", "g2", "--to", str(was))
+    try:
+        before = {g: _cursor(d["cfg"], g) for g in ("g1", "g2")}
+        proc = sluice("store", "restart", "--config", str(alone), "--from", "now", check=False)
+        assert proc.returncode == 2 and "the store is shared with group(s) g2, which" in proc.stderr, proc.stderr
+        assert "kafka-consumer-groups --bootstrap-server " in proc.stderr and "--delete --group g2" in proc.stderr
+        assert {g: _cursor(d["cfg"], g) for g in ("g1", "g2")} == before
+    finally:
+        sluice("store", "set-cursor", "--config", str(d["cfg"]), "--group", "g2", "--to", str(was))
 
 
 def test_replay_everything_changes_nothing(deployment, mariadb, mariadb_target):

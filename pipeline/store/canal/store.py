@@ -115,6 +115,10 @@ class CanalTopicStore(TopicsBase):
     def groups(self) -> list[str]:
         return [g.groupId for g in self.cfg.groups]
 
+    def readers(self) -> list[str]:
+        """This config's groups (canal-server writes the topic: Sluice never starts it anywhere)."""
+        return self.groups()
+
     def pending(self, group: str) -> list[KafkaBatch]:
         """The group's whole pending range as one round (a list of one), or none."""
         start, end = self.group_range(group)

@@ -352,6 +352,10 @@ class BatchStore:
         """All registered groups (those that ever called get, ack or set_cursor)."""
         return self._cursors.groups()
 
+    def readers(self) -> list[str]:
+        """The groups that read the store, any deployment's: the registered ones."""
+        return self.groups()
+
     # ---- the job (the ChangeLog interface: pipeline/store/changelog.py) -----------------------
 
     def frame(self, spark: Any, batches: list[BatchMeta], ordered: bool) -> Any:

@@ -5,12 +5,14 @@ Sluice's errors (a broker that does not answer is a :class:`BrokerUnavailable`, 
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import (
     OFFSET_INVALID,
     Consumer,
+    ConsumerGroupTopicPartitions,
     IsolationLevel,
     KafkaError,
     KafkaException,
@@ -251,21 +253,32 @@ def committed(topics: Topics, group: str, tps: list[tuple[str, int]]) -> dict[tu
 
 
 def cursor_groups(topics: Topics) -> list[str]:
-    """Every consumer group with a committed offset on the batch topic: the groups of each deployment
-    that shares this store (a Sluice group's cursor is its consumer group's offset there)."""
-    from confluent_kafka import ConsumerGroupTopicPartitions
-
+    """Every consumer group with a Sluice cursor on the batch topic (a committed offset whose
+    metadata holds a ``batchId``): the groups of each deployment sharing this store. On a cluster
+    with ACLs only the groups this client may describe are seen. A cluster that cannot list all
+    its groups raises (a partial list would let ``store restart`` move a store others read)."""
     client, found = admin(topics), []
     try:
         listed = client.list_consumer_groups(request_timeout=TIMEOUT).result()
-        for g in sorted(x.group_id for x in listed.valid):
+        if listed.errors:  # KafkaExceptions: a broker that did not answer, a group it could not list
+            raise listed.errors[0]
+        for g in sorted(x.group_id for x in listed.valid if x.group_id):
             ask = [ConsumerGroupTopicPartitions(g, [TopicPartition(topics.batch_topic, 0)])]
             got = client.list_consumer_group_offsets(ask, request_timeout=TIMEOUT)[g].result()
-            if any(tp.error is None and tp.offset >= 0 for tp in got.topic_partitions or ()):
+            tps = got.topic_partitions or ()
+            if any(tp.error is None and tp.offset >= 0 and _is_cursor(tp.metadata) for tp in tps):
                 found.append(g)
-    except KafkaException as e:
+    except Exception as e:  # noqa: BLE001 - KafkaException and the client's own (ValueError, ...): one message
         raise fail(e, "list the consumer groups that read the store", topics) from None
     return found
+
+
+def _is_cursor(metadata: str | None) -> bool:
+    """Does a committed offset's metadata hold a Sluice batchId (not a plain consumer's commit)?"""
+    try:
+        return isinstance(json.loads(metadata or "").get("batchId"), int)
+    except (ValueError, AttributeError):
+        return False
 
 
 def commit(topics: Topics, group: str, offsets: dict[tuple[str, int], int], metadata: dict[tuple[str, int], str]

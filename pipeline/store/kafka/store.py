@@ -319,9 +319,13 @@ class KafkaStore(TopicsBase):
                              hint=f"set it with `sluice store set-cursor --group {group} --to N`") from None
 
     def groups(self) -> list[str]:
-        """The groups with a cursor here: every consumer group with a committed offset on the batch
-        topic, this config's and those of any other deployment sharing the store (``store restart``
-        refuses to move a store they read)."""
+        """Groups of the config that have committed offsets here."""
+        return [g.groupId for g in self.cfg.groups if self.cursor(g.groupId) > 0]
+
+    def readers(self) -> list[str]:
+        """Every group with a Sluice cursor on the batch topic, this config's and any other
+        deployment's sharing the store (asks the cluster for all its consumer groups: for
+        ``store restart``, not for every round)."""
         return cursor_groups(self.topics)
 
     def get(self, group: str, max_batches: int = 1) -> list[KafkaBatch]:
