@@ -114,7 +114,9 @@ def test_second_group_at_its_own_offsets(deployment, mariadb, mariadb_target):
 def test_a_deployment_without_the_other_group_cannot_restart_the_shared_store(deployment):
     """g1 and g2 both have cursors (consumer-group offsets on the batch topic): another deployment
     sharing the store with only g1 is refused `store restart`, naming g2 (moving the start would
-    skip or repeat history under g2's targets), and no cursor moves."""
+    skip or repeat history under g2's targets), and no cursor moves. Its fix for a group no
+    deployment uses any more, followed, deletes g2's consumer group: the store is no longer shared
+    (restart then stops at g1's own acked batches)."""
     import yaml
 
     d = deployment
@@ -128,8 +130,13 @@ def test_a_deployment_without_the_other_group_cannot_restart_the_shared_store(de
         before = {g: _cursor(d["cfg"], g) for g in ("g1", "g2")}
         proc = sluice("store", "restart", "--config", str(alone), "--from", "now", check=False)
         assert proc.returncode == 2 and "the store is shared with group(s) g2, which" in proc.stderr, proc.stderr
-        assert "kafka-consumer-groups --bootstrap-server " in proc.stderr and "--delete --group g2" in proc.stderr
         assert {g: _cursor(d["cfg"], g) for g in ("g1", "g2")} == before
+        fix = proc.stderr.split("a group no deployment uses any more: ", 1)[1].split(" (its cursor)")[0].split()
+        assert fix[:2] == ["kafka-consumer-groups", "--bootstrap-server"] and fix[3:] == ["--delete", "--group", "g2"]
+        tool = [f"{d['kafka']['bin']}/kafka-consumer-groups", *fix[3:]]  # the test's tool names the broker itself
+        assert subprocess.run(tool, capture_output=True, text=True, timeout=120).returncode == 0
+        proc = sluice("store", "restart", "--config", str(alone), "--from", "now", check=False)
+        assert proc.returncode == 2 and "group(s) g1 (cursor " in proc.stderr, proc.stderr
     finally:
         sluice("store", "set-cursor", "--config", str(d["cfg"]), "--group", "g2", "--to", str(was))
 
