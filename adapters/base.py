@@ -173,11 +173,17 @@ class ApplyStats:
     #: changes folded into a later change of the same row within a chunk (adapters/rdb/fold.py): not
     #: applied on their own, the row ends as applying them would have left it
     folded: Counter = field(default_factory=Counter)
+    #: mapped source columns a change's table did not have when the change was written (a column
+    #: added or renamed at the source since, a mapping edited to name it while older changes were
+    #: pending): ``"mapping file|db.table|source>target,..."`` -> the plans built for such changes.
+    #: Applied without those columns, so the sync names the repair (pipeline/job/mapped.py)
+    lacked: Counter = field(default_factory=Counter)
 
-    KINDS = ("inserted", "updated", "deleted", "skipped", "dead_lettered", "missed", "folded")
+    KINDS = ("inserted", "updated", "deleted", "skipped", "dead_lettered", "missed", "folded")  # rows
+    NOTES = ("lacked",)
 
     def add(self, other: ApplyStats) -> ApplyStats:
-        for name in self.KINDS:
+        for name in self.KINDS + self.NOTES:
             getattr(self, name).update(getattr(other, name))
         return self
 
@@ -185,7 +191,7 @@ class ApplyStats:
         return sum(sum(getattr(self, n).values()) for n in ("inserted", "updated", "deleted", "skipped"))
 
     def as_dict(self) -> dict[str, dict[str, int]]:
-        return {n: dict(getattr(self, n)) for n in self.KINDS}
+        return {n: dict(getattr(self, n)) for n in self.KINDS + self.NOTES}
 
 
 @dataclass

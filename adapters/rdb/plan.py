@@ -28,6 +28,9 @@ class Plan:
     key_tgt: tuple[str, ...]
     relax: tuple[int, ...]  # positions (in src) of MySQL ENUM columns without a '' member
     source: str  # "db.table", for messages
+    #: (source, target) columns the mapping maps that the change's table did not have when it was
+    #: written (its ``mysqlType`` lists every column the table had): added or renamed since
+    lacking: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         self.getter = _getter(self.src)
@@ -112,9 +115,13 @@ def build_plan(route: RdbTable, info: TableInfo, family: str, change: Change) ->
     ci = route.case_insensitive
     source = f"{change.database}.{change.table}"
     pairs: list[tuple[str, str]] = []
+    lacking = []
     if route.columns is not None:
+        had = change.mysql_type or {}  # every column of the table then (a MINIMAL image carries fewer)
         for s, t in route.columns:
             if s not in change.data:
+                if had and s not in had:
+                    lacking.append((s, t))
                 continue
             found = info.find(t, ci)
             if found is None:
@@ -168,4 +175,5 @@ def build_plan(route: RdbTable, info: TableInfo, family: str, change: Change) ->
     types = change.mysql_type or {}
     convs = tuple(converter(family, info.columns[t].type, types.get(s)) for s, t in pairs)
     relax = tuple(i for i, t in enumerate(tgt) if needs_relaxed(family, info.columns[t].type))
-    return Plan(info, src, tgt, convs, tuple(s for s, _ in key), tuple(t for _, t in key), relax, source)
+    return Plan(info, src, tgt, convs, tuple(s for s, _ in key), tuple(t for _, t in key), relax, source,
+                tuple(lacking))

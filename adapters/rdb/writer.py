@@ -195,6 +195,9 @@ class RdbWriter(Writer):
                     raise
                 plan = build_plan(replace(route, on_new_column="ignore"), info, self.dialect.family, change)
             info.plans[key] = plan
+            if plan.lacking:  # said by the sync, with the repair (ApplyStats.lacked)
+                pairs = ",".join(f"{s}>{t}" for s, t in plan.lacking)
+                self.stats.lacked[f"{route.origin}|{plan.source}|{pairs}"] += 1
         return plan
 
     # -- apply -------------------------------------------------------------------------------------

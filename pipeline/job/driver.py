@@ -227,6 +227,11 @@ def run_sync(cfg: Config, group_id: str, spark: SparkSession, *, max_batches: in
         summary.notes = mapped.notes(cfg, group_id, changes, summary.unmapped, started_at)
         for note in summary.notes:
             log.warning("the group's mappings changed since its last sync", group=group_id, note=note)
+        lacked = mapped.lacked_notes(cfg, group_id, summary.stats.lacked)
+        for note in lacked:
+            log.warning("changes applied without a mapped column their table did not have then", group=group_id,
+                        note=note)
+        summary.notes += lacked
         if drained or not store.get(group_id, 1):  # a bounded sync that left batches says it again next time
             mapped.remember(store.root, group_id, plan.mappings, plan.default_schemas())
         store.rollback(group_id)

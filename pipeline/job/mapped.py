@@ -312,6 +312,21 @@ def notes(cfg: Any, group: str, changes: Changes, skipped: dict[str, int], curso
     return out
 
 
+def lacked_notes(cfg: Any, group: str, lacked: dict[str, int]) -> list[str]:
+    """What to tell the operator about changes applied without columns their table did not have when
+    they were written (``ApplyStats.lacked``): the mapping names a column added or renamed at the
+    source since, and older changes were still pending (a rename's older rows carry the old name)."""
+    out = []
+    for key in sorted(lacked):
+        file, table, pairs = key.split("|", 2)
+        cols = [p.split(">", 1) for p in pairs.split(",")]
+        src, tgt = ", ".join(s for s, _ in cols), ", ".join(t for _, t in cols)
+        out.append(f"{file}: changes of {table} written before the source table had column {src} (which {file} "
+                   f"maps to {tgt}) were applied without it, so {tgt} in those rows is not the source's (the "
+                   f"column was added or renamed since); rewrite them: {backfill_command(cfg, group, file)}")
+    return out
+
+
 def _covers_name(pattern: str, table: str) -> bool:
     db, _, name = pattern.partition(".")
     tdb, _, tname = table.partition(".")
