@@ -13,6 +13,7 @@ from typing import Any
 
 from adapters.base import Change
 from adapters.rdb.config import RdbTable
+from adapters.rdb.narrowing import alter_statement, lost_digits, widened_type
 from adapters.rdb.schema import TableInfo
 from adapters.rdb.values import Converter, converter, needs_relaxed
 from sluice_common.errors import TargetError
@@ -110,8 +111,9 @@ def _fail(route: RdbTable, info: TableInfo, problem: str, hint: str | None = Non
     return TargetError(f"{origin}{problem}", hint=hint)
 
 
-def build_plan(route: RdbTable, info: TableInfo, family: str, change: Change) -> Plan:
-    """Resolve the mapping against the reflected table for changes shaped like ``change``."""
+def build_plan(route: RdbTable, info: TableInfo, family: str, change: Change, database: str | None = None) -> Plan:
+    """Resolve the mapping against the reflected table for changes shaped like ``change``
+    (``database``: the target URL's, where the table is named without one; for messages)."""
     ci = route.case_insensitive
     source = f"{change.database}.{change.table}"
     pairs: list[tuple[str, str]] = []
@@ -173,6 +175,15 @@ def build_plan(route: RdbTable, info: TableInfo, family: str, change: Change) ->
     src = tuple(s for s, _ in pairs)
     tgt = tuple(t for _, t in pairs)
     types = change.mysql_type or {}
+    for s, t in pairs:  # a column that would round the source's values: refused, not applied approximately
+        col = info.columns[t]
+        lost = lost_digits(family, col.type, types.get(s))
+        if lost is not None:
+            table = info.label if info.schema or not database else f"{database}.{info.name}"
+            alter = alter_statement(family, table, t, widened_type(family, col.type, types.get(s)), col.nullable)
+            raise _fail(route, info, f"target column {t} of {table} ({col.type}) keeps {lost[1]} fractional "
+                        f"digits, source column {s} of {source} ({types.get(s)}) has {lost[0]}: its values would "
+                        "be rounded", hint=f"widen it: {alter} (restate its DEFAULT, if it has one), then sync again")
     convs = tuple(converter(family, info.columns[t].type, types.get(s)) for s, t in pairs)
     relax = tuple(i for i, t in enumerate(tgt) if needs_relaxed(family, info.columns[t].type))
     return Plan(info, src, tgt, convs, tuple(s for s, _ in key), tuple(t for _, t in key), relax, source,

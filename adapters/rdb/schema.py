@@ -184,10 +184,20 @@ def _mysql_type(data_type: str, column_type: str, ischema: dict) -> sa.TypeEngin
     if data_type == "bit":
         return my.BIT()
     cls = ischema.get(data_type)
+    args = _ARGS.search(column_type or "")
     try:
-        return cls() if cls is not None else sa.NullType()
+        if cls is None:
+            return sa.NullType()
+        if args and data_type in ("datetime", "timestamp", "time"):  # fractional seconds kept
+            return cls(fsp=int(args.group(1)))
+        if args and data_type in ("decimal", "numeric"):  # the digits and the scale kept
+            return cls(precision=int(args.group(1)), scale=int(args.group(2) or 0))
+        return cls()
     except TypeError:
         return sa.NullType()
+
+
+_ARGS = re.compile(r"\((\d+)(?:,(\d+))?\)")
 
 
 _expressions: dict[Any, bool] = {}

@@ -187,13 +187,14 @@ class RdbWriter(Writer):
         plan = info.plans.get(key)
         if plan is None:
             try:
-                plan = build_plan(route, info, self.dialect.family, change)
+                plan = build_plan(route, info, self.dialect.family, change, self.target.database)
             except TargetError:
                 # a mirrored table that lacks a source column because a later DDL (already
                 # replayed) dropped it: this change is history being replayed, not a new column
                 if not (route.mirror_ddl and applied_after(self, route, change)):
                     raise
-                plan = build_plan(replace(route, on_new_column="ignore"), info, self.dialect.family, change)
+                plan = build_plan(replace(route, on_new_column="ignore"), info, self.dialect.family, change,
+                                  self.target.database)
             info.plans[key] = plan
             if plan.lacking:  # said by the sync, with the repair (ApplyStats.lacked)
                 pairs = ",".join(f"{s}>{t}" for s, t in plan.lacking)
