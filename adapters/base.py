@@ -26,6 +26,7 @@ full loads, dead-letter replay, repair).
 from __future__ import annotations
 
 import abc
+import json
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple, Protocol
@@ -175,8 +176,8 @@ class ApplyStats:
     folded: Counter = field(default_factory=Counter)
     #: mapped source columns a change's table did not have when the change was written (a column
     #: added or renamed at the source since, a mapping edited to name it while older changes were
-    #: pending): ``"mapping file|db.table|source>target,..."`` -> the plans built for such changes.
-    #: Applied without those columns, so the sync names the repair (pipeline/job/mapped.py)
+    #: pending): :func:`lacked_key` -> the plans used for such changes. Applied without those
+    #: columns, so the sync names the repair (pipeline/job/mapped.py)
     lacked: Counter = field(default_factory=Counter)
 
     KINDS = ("inserted", "updated", "deleted", "skipped", "dead_lettered", "missed", "folded")  # rows
@@ -192,6 +193,12 @@ class ApplyStats:
 
     def as_dict(self) -> dict[str, dict[str, int]]:
         return {n: dict(getattr(self, n)) for n in self.KINDS + self.NOTES}
+
+
+def lacked_key(origin: str, source: str, pairs: tuple[tuple[str, str], ...]) -> str:
+    """The key of :attr:`ApplyStats.lacked`: mapping file, ``db.table`` and (source, target) columns,
+    as JSON (names may hold any character)."""
+    return json.dumps([origin, source, [list(p) for p in pairs]], ensure_ascii=False)
 
 
 @dataclass

@@ -54,6 +54,9 @@ class RdbTarget:
     tls: TlsOptions = TlsOptions()
     max_statement_bytes: int = 4 << 20  # budget of one multi-row statement (MySQL packet)
     key: str = ""  # canal's outerAdapterKey, for messages
+    #: a change's ``mysqlType`` lists every column its table had (Sluice's capture, repair, etl); a
+    #: canal-written topic lists only those of the row image (MINIMAL/NOBLOB images carry fewer)
+    complete_types: bool = True
 
     def written_table(self, spec: Any) -> tuple | None:
         """The target table a ``dbMapping`` (``spec``) writes, as the job's overlap refusals compare

@@ -31,12 +31,17 @@ def make_verifier(target: RdbTarget, mappings: tuple[Any, ...]) -> RdbVerifier:
 
 def target_from_adapter(adapter: Any, file: str, key: str, cfg: Any = None) -> RdbTarget:
     """The target of one ``outerAdapters`` entry (``name: rdb``); errors name ``file``/``key``
-    (``cfg``, the deployment, is not needed here)."""
+    (``cfg``, the deployment: whether its changes come from a canal-written topic, whose row types
+    list only the columns of each image)."""
+    from dataclasses import replace
+
     props = dict(getattr(adapter, "properties", None) or {})
     target = RdbTarget.from_properties(props, file, key)
     if getattr(adapter, "key", None) and not target.key:
-        from dataclasses import replace
         target = replace(target, key=adapter.key)
+    kafka = getattr(getattr(cfg, "store", None), "kafka", None)
+    if kafka is not None and getattr(kafka, "writtenBy", "sluice") == "canal":
+        target = replace(target, complete_types=False)
     return target
 
 

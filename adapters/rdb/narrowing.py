@@ -1,15 +1,20 @@
-"""Target columns that keep fewer fractional digits than their source column: refused by name.
+"""Target columns that keep fewer fractional digits than their source column: rounding refused.
 
 MariaDB and MySQL round a ``DATETIME(3)`` value into a ``DATETIME`` column, and a ``DECIMAL(10,4)``
 into a ``DECIMAL(10,2)``, without an error even in strict mode (PostgreSQL rounds too). A mapping
-into a hand-made target table with a narrower column applied every such value rounded, the run
-``ok``; ``sluice verify`` then found the rows different and ``sluice repair`` "repaired" them into
-the same rounding (a new user's probe). The plan of a change (:func:`adapters.rdb.plan.build_plan`)
-refuses such a column instead, naming it and the ``ALTER TABLE`` that widens it: a change the
-target cannot hold exactly is not applied approximately.
+into a hand-made target table with a narrower column applied such values rounded, the run ``ok``;
+``sluice verify`` then found the rows different and ``sluice repair`` "repaired" them into the same
+rounding (a new user's probe). The plan of a change (:func:`adapters.rdb.plan.build_plan`) now puts
+a guard (:func:`guard`) on such a column: a value whose digits beyond the target's are all zero
+passes (nothing is lost), one that the target would round stops the chunk by name, nothing acked,
+with the ``ALTER TABLE`` that widens the column. A change the target cannot hold exactly is not
+applied approximately.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
 
 from sqlalchemy import types as sa
 
@@ -44,24 +49,39 @@ def lost_digits(family: str, target: sa.TypeEngine, mysql_type: str | None) -> t
 
 
 def widened_type(family: str, target: sa.TypeEngine, mysql_type: str | None) -> str:
-    """The target type that keeps the source's digits (for the ALTER TABLE of the refusal's fix)."""
+    """The target's own type with the source's digits (for the ALTER TABLE of the refusal's fix)."""
     t = parse_type(mysql_type)
+    name = type(target).__name__.upper()
     if t.base in _TEMPORAL:
         digits = int(t.args or 0)
         if family == "postgresql":
             zone = " with time zone" if getattr(target, "timezone", False) else ""
-            return f"{'time' if t.base == 'time' else 'timestamp'}({digits}){zone}"
-        return f"{t.base.upper()}({digits})"
+            return f"{'time' if isinstance(target, sa.Time) else 'timestamp'}({digits}){zone}"
+        return f"{name}({digits})"
     parts = t.args.split(",")
     scale = int(parts[1]) if len(parts) > 1 and parts[1].strip() else 0
     src_int = int(parts[0] or 10) - scale
     tgt_int = (target.precision or 10) - (target.scale or 0)
-    name = "numeric" if family == "postgresql" else "DECIMAL"
-    return f"{name}({max(src_int, tgt_int) + scale},{scale})"
+    return f"{'numeric' if family == 'postgresql' else name}({max(src_int, tgt_int) + scale},{scale})"
 
 
-def alter_statement(family: str, table: str, column: str, new_type: str, nullable: bool) -> str:
-    """``ALTER TABLE`` that gives ``column`` ``new_type`` (MySQL's MODIFY restates NOT NULL)."""
+def alter_statement(family: str, table: tuple[str | None, str], column: str, new_type: str, nullable: bool) -> str:
+    """``ALTER TABLE`` that gives ``column`` ``new_type``, names quoted (MySQL's MODIFY restates NOT NULL)."""
+    q = (lambda n: '"' + n.replace('"', '""') + '"') if family == "postgresql" else \
+        (lambda n: "`" + n.replace("`", "``") + "`")
+    name = ".".join(q(n) for n in table if n)
     if family == "postgresql":
-        return f"ALTER TABLE {table} ALTER COLUMN {column} TYPE {new_type}"
-    return f"ALTER TABLE {table} MODIFY {column} {new_type}{'' if nullable else ' NOT NULL'}"
+        return f"ALTER TABLE {name} ALTER COLUMN {q(column)} TYPE {new_type}"
+    return f"ALTER TABLE {name} MODIFY {q(column)} {new_type}{'' if nullable else ' NOT NULL'}"
+
+
+def guard(keep: int, inner: Callable[[Any], Any] | None, refuse: Callable[[str], Exception]) -> Callable[[Any], Any]:
+    """A converter that lets a value through (``inner`` after) when its fractional digits beyond
+    ``keep`` are all zero, and raises ``refuse(value)`` for one the target would round."""
+    def check(v: Any) -> Any:
+        if isinstance(v, str):
+            dot = v.find(".")
+            if dot >= 0 and v[dot + 1 + keep:].strip("0"):
+                raise refuse(v)
+        return inner(v) if inner is not None else v
+    return check

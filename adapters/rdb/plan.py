@@ -13,7 +13,7 @@ from typing import Any
 
 from adapters.base import Change
 from adapters.rdb.config import RdbTable
-from adapters.rdb.narrowing import alter_statement, lost_digits, widened_type
+from adapters.rdb.narrowing import alter_statement, guard, lost_digits, widened_type
 from adapters.rdb.schema import TableInfo
 from adapters.rdb.values import Converter, converter, needs_relaxed
 from sluice_common.errors import TargetError
@@ -111,9 +111,13 @@ def _fail(route: RdbTable, info: TableInfo, problem: str, hint: str | None = Non
     return TargetError(f"{origin}{problem}", hint=hint)
 
 
-def build_plan(route: RdbTable, info: TableInfo, family: str, change: Change, database: str | None = None) -> Plan:
+def build_plan(route: RdbTable, info: TableInfo, family: str, change: Change, database: str | None = None,
+               complete_types: bool = True, exact_digits: bool = True) -> Plan:
     """Resolve the mapping against the reflected table for changes shaped like ``change``
-    (``database``: the target URL's, where the table is named without one; for messages)."""
+    (``database``: the target URL's, where the table is named without one, for messages;
+    ``complete_types``: the change's ``mysqlType`` lists every column its table had, so a mapped
+    column missing there is one the table did not have; ``exact_digits``: a value the target would
+    round is refused)."""
     ci = route.case_insensitive
     source = f"{change.database}.{change.table}"
     pairs: list[tuple[str, str]] = []
@@ -122,7 +126,7 @@ def build_plan(route: RdbTable, info: TableInfo, family: str, change: Change, da
         had = change.mysql_type or {}  # every column of the table then (a MINIMAL image carries fewer)
         for s, t in route.columns:
             if s not in change.data:
-                if had and s not in had:
+                if complete_types and had and s not in had:
                     lacking.append((s, t))
                 continue
             found = info.find(t, ci)
@@ -175,16 +179,31 @@ def build_plan(route: RdbTable, info: TableInfo, family: str, change: Change, da
     src = tuple(s for s, _ in pairs)
     tgt = tuple(t for _, t in pairs)
     types = change.mysql_type or {}
-    for s, t in pairs:  # a column that would round the source's values: refused, not applied approximately
-        col = info.columns[t]
-        lost = lost_digits(family, col.type, types.get(s))
-        if lost is not None:
-            table = info.label if info.schema or not database else f"{database}.{info.name}"
-            alter = alter_statement(family, table, t, widened_type(family, col.type, types.get(s)), col.nullable)
-            raise _fail(route, info, f"target column {t} of {table} ({col.type}) keeps {lost[1]} fractional "
-                        f"digits, source column {s} of {source} ({types.get(s)}) has {lost[0]}: its values would "
-                        "be rounded", hint=f"widen it: {alter} (restate its DEFAULT, if it has one), then sync again")
     convs = tuple(converter(family, info.columns[t].type, types.get(s)) for s, t in pairs)
+    if exact_digits:  # a value the target would round: refused by name (adapters/rdb/narrowing.py)
+        convs = tuple(_guarded(route, info, family, s, t, types.get(s), c, source, database)
+                      for (s, t), c in zip(pairs, convs, strict=True))
     relax = tuple(i for i, t in enumerate(tgt) if needs_relaxed(family, info.columns[t].type))
     return Plan(info, src, tgt, convs, tuple(s for s, _ in key), tuple(t for _, t in key), relax, source,
                 tuple(lacking))
+
+
+def _guarded(route: RdbTable, info: TableInfo, family: str, s: str, t: str, mysql_type: str | None,
+             conv: Converter | None, source: str, database: str | None) -> Converter | None:
+    """``conv``, guarded when target column ``t`` keeps fewer fractional digits than source column
+    ``s`` (:mod:`adapters.rdb.narrowing`)."""
+    col = info.columns[t]
+    lost = lost_digits(family, col.type, mysql_type)
+    if lost is None:
+        return conv
+    schema = info.schema or (database if family == "mysql" else None)
+    alter = alter_statement(family, (schema, info.name), t, widened_type(family, col.type, mysql_type), col.nullable)
+    label = f"{schema}.{info.name}" if schema else info.name
+    kept = f"{type(col.type).__name__.upper()}, {lost[1]} fractional digits"
+
+    def refuse(value: str) -> TargetError:
+        return _fail(route, info, f"value {value} of source column {s} of {source} ({mysql_type}) has more "
+                     f"fractional digits than target column {t} of {label} keeps ({kept}): it would be rounded",
+                     hint=f"widen it: {alter} (restate its DEFAULT, ON UPDATE or UNSIGNED, if it has them), "
+                     "then sync again")
+    return guard(lost[1], conv, refuse)

@@ -25,7 +25,7 @@ from typing import Any
 from sqlalchemy.engine import Connection, CursorResult
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
-from adapters.base import AppliedFrom, Change, DdlChange, SourceCollations, Writer
+from adapters.base import AppliedFrom, Change, DdlChange, SourceCollations, Writer, lacked_key
 from adapters.rdb import applied as applied_mod
 from adapters.rdb import dbsequence
 from adapters.rdb import ddl as ddl_mod
@@ -187,18 +187,20 @@ class RdbWriter(Writer):
         plan = info.plans.get(key)
         if plan is None:
             try:
-                plan = build_plan(route, info, self.dialect.family, change, self.target.database)
+                # a mirror's columns follow the source's replayed DDL: a narrower one is history being
+                # replayed (the source rounded its rows the same way), not a hand-made table that rounds
+                plan = build_plan(route, info, self.dialect.family, change, self.target.database,
+                                  self.target.complete_types, exact_digits=not route.mirror_ddl)
             except TargetError:
                 # a mirrored table that lacks a source column because a later DDL (already
                 # replayed) dropped it: this change is history being replayed, not a new column
                 if not (route.mirror_ddl and applied_after(self, route, change)):
                     raise
                 plan = build_plan(replace(route, on_new_column="ignore"), info, self.dialect.family, change,
-                                  self.target.database)
+                                  self.target.database, self.target.complete_types, exact_digits=False)
             info.plans[key] = plan
-            if plan.lacking:  # said by the sync, with the repair (ApplyStats.lacked)
-                pairs = ",".join(f"{s}>{t}" for s, t in plan.lacking)
-                self.stats.lacked[f"{route.origin}|{plan.source}|{pairs}"] += 1
+        if plan.lacking:  # said by the sync, with the repair (ApplyStats.lacked); at every call: a chunk
+            self.stats.lacked[lacked_key(route.origin, plan.source, plan.lacking)] += 1  # retried resets stats
         return plan
 
     # -- apply -------------------------------------------------------------------------------------

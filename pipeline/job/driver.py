@@ -135,6 +135,7 @@ def run_sync(cfg: Config, group_id: str, spark: SparkSession, *, max_batches: in
         lineage = {"scope": store.scope(group_id), "generation": generation, "recaptures": recaptures}
         keys = plan.key_plan()
         rounds = 0
+        said: set[str] = set()  # the lacked-column notes logged so far (ApplyStats.lacked)
         found_waivers = waivers(store.root)
         while max_rounds is None or done < max_rounds:
             if stopping.requested():  # a SIGTERM whose interrupt was lost (in a finalizer): no new round
@@ -224,14 +225,15 @@ def run_sync(cfg: Config, group_id: str, spark: SparkSession, *, max_batches: in
             summary.batches += len(batches)
             summary.acked_to = ids[-1]
             log.info("acked", group=group_id, cursor=ids[-1], rows=nrows, seconds=round(time.monotonic() - tr, 2))
+            for note in mapped.lacked_notes(cfg, group_id, {k: n for k, n in summary.stats.lacked.items()
+                                                            if k not in said}):
+                log.warning("changes applied without a mapped column their table did not have then",
+                            group=group_id, note=note)  # now: a later round that fails returns no summary
+            said.update(summary.stats.lacked)
         summary.notes = mapped.notes(cfg, group_id, changes, summary.unmapped, started_at)
         for note in summary.notes:
             log.warning("the group's mappings changed since its last sync", group=group_id, note=note)
-        lacked = mapped.lacked_notes(cfg, group_id, summary.stats.lacked)
-        for note in lacked:
-            log.warning("changes applied without a mapped column their table did not have then", group=group_id,
-                        note=note)
-        summary.notes += lacked
+        summary.notes += mapped.lacked_notes(cfg, group_id, summary.stats.lacked)
         if drained or not store.get(group_id, 1):  # a bounded sync that left batches says it again next time
             mapped.remember(store.root, group_id, plan.mappings, plan.default_schemas())
         store.rollback(group_id)

@@ -318,8 +318,7 @@ def lacked_notes(cfg: Any, group: str, lacked: dict[str, int]) -> list[str]:
     source since, and older changes were still pending (a rename's older rows carry the old name)."""
     out = []
     for key in sorted(lacked):
-        file, table, pairs = key.split("|", 2)
-        cols = [p.split(">", 1) for p in pairs.split(",")]
+        file, table, cols = json.loads(key)  # adapters.base.lacked_key
         src, tgt = ", ".join(s for s, _ in cols), ", ".join(t for _, t in cols)
         out.append(f"{file}: changes of {table} written before the source table had column {src} (which {file} "
                    f"maps to {tgt}) were applied without it, so {tgt} in those rows is not the source's (the "

@@ -6,7 +6,7 @@ from sqlalchemy import types as sa
 from sqlalchemy.dialects import mysql as my
 from sqlalchemy.dialects import postgresql as pg
 
-from adapters.rdb.narrowing import alter_statement, lost_digits, widened_type
+from adapters.rdb.narrowing import alter_statement, guard, lost_digits, widened_type
 
 
 def test_fractional_seconds_and_decimal_scales_a_target_would_round():
@@ -26,13 +26,30 @@ def test_fractional_seconds_and_decimal_scales_a_target_would_round():
     assert lost_digits("sqlite", sa.DateTime(), "datetime(6)") is None
 
 
-def test_the_fix_widens_the_column_and_keeps_its_integer_digits():
+def test_the_fix_widens_the_target_s_own_type_and_keeps_its_integer_digits():
     assert widened_type("mysql", my.DATETIME(), "datetime(3)") == "DATETIME(3)"
+    assert widened_type("mysql", my.TIMESTAMP(), "datetime(3)") == "TIMESTAMP(3)"  # its type, not the source's
     assert widened_type("mysql", my.DECIMAL(20, 2), "decimal(10,4)") == "DECIMAL(22,4)"
     assert widened_type("mysql", my.DECIMAL(6, 2), "decimal(10,4)") == "DECIMAL(10,4)"
     assert widened_type("postgresql", pg.TIMESTAMP(precision=0, timezone=True), "timestamp(3)") == \
         "timestamp(3) with time zone"
-    assert alter_statement("mysql", "db.t", "d", "DATETIME(3)", False) == \
-        "ALTER TABLE db.t MODIFY d DATETIME(3) NOT NULL"
-    assert alter_statement("postgresql", "s.t", "d", "timestamp(3)", True) == \
-        "ALTER TABLE s.t ALTER COLUMN d TYPE timestamp(3)"
+    assert widened_type("postgresql", pg.NUMERIC(8, 2), "decimal(8,4)") == "numeric(10,4)"
+    assert alter_statement("mysql", ("db", "t"), "d", "DATETIME(3)", False) == \
+        "ALTER TABLE `db`.`t` MODIFY `d` DATETIME(3) NOT NULL"
+    assert alter_statement("postgresql", (None, "T"), "CreatedAt", "timestamp(3)", True) == \
+        'ALTER TABLE "T" ALTER COLUMN "CreatedAt" TYPE timestamp(3)'
+
+
+def test_a_value_passes_unless_the_target_would_round_it():
+    """Digits beyond the target's that are all zero lose nothing (a DECIMAL(10,4) of 2-place values
+    into DECIMAL(10,2) went on working); any other is refused; the inner converter runs after."""
+    import pytest
+
+    check = guard(2, None, lambda v: ValueError(f"rounded: {v}"))
+    assert check("1.2300") == "1.2300" and check("-7") == "-7" and check(None) is None and check("1.23") == "1.23"
+    with pytest.raises(ValueError, match="rounded: 1.2345"):
+        check("1.2345")
+    seconds = guard(0, str.upper, lambda v: ValueError(v))
+    assert seconds("2026-11-29 10:00:00.000") == "2026-11-29 10:00:00.000".upper()
+    with pytest.raises(ValueError):
+        seconds("2026-11-29 10:00:00.999")
