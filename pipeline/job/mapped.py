@@ -133,6 +133,9 @@ class Changes:
 
     #: source table (``db.table``/``db.*``) -> the file that read it; no mapping reads it now
     dropped: dict[str, str] = field(default_factory=dict)
+    #: file -> what it reads now, for a file of ``dropped`` that still exists (pointed at another
+    #: table: the source table renamed, as the pre-flight's refusal of the old name asks)
+    repointed: dict[str, list[str]] = field(default_factory=dict)
     #: file -> the columns it writes now and did not before
     widened: dict[str, list[str]] = field(default_factory=dict)
     #: files new since the last sync
@@ -161,6 +164,8 @@ def compare(root: Path, group: str, mappings: tuple[Mapping, ...],
         for table in was["reads"]:
             if (m is None or table not in reads(m)) and not any(_covers(x, table) for x in mappings):
                 out.dropped[table] = file
+                if m is not None:
+                    out.repointed[file] = reads(m)
         if m is not None:
             new = _new_columns(was["writes"], writes(m))
             if new:
@@ -297,9 +302,15 @@ def notes(cfg: Any, group: str, changes: Changes, skipped: dict[str, int], curso
                    f"sluice repair --config {cfg.file} --group {group}")
     for table, file in sorted(changes.dropped.items()):
         rows = sum(n for t, n in skipped.items() if _covers_name(table, t))
+        replay = f"sluice store set-cursor --config {cfg.file} --group {group} --to {cursor}"
+        if file in changes.repointed:  # a renamed table's older changes: its rows hold them under the new name
+            out.append(f"skipped {rows} rows of {table}: {file} reads {', '.join(changes.repointed[file])} now "
+                       f"({table} at the last sync); if the table was renamed, its rows under the new name hold "
+                       f"those changes: rewrite them: {backfill_command(cfg, group, file)}; if it was not, restore "
+                       f"{file} and replay: {replay}")
+            continue
         out.append(f"skipped {rows} rows of {table}: no mapping of group {group} covers it any more ({file} read it "
-                   f"at the last sync); to apply them after all, restore {file} and replay: sluice store set-cursor "
-                   f"--config {cfg.file} --group {group} --to {cursor}")
+                   f"at the last sync); to apply them after all, restore {file} and replay: {replay}")
     for file, cols in sorted(changes.widened.items()):
         out.append(f"{file} now writes {', '.join(cols)}: rows applied before this sync lack it; backfill them: "
                    f"{backfill_command(cfg, group, file)}")

@@ -162,3 +162,20 @@ def test_an_adapter_an_es_id_and_hbase_cells_pointed_elsewhere():
                               "sql SELECT a.id, a.x FROM t a (was SELECT a.id AS _id, a.x FROM t a)"]
     assert moved["h.yml"] == ["cell of x CF:XX (was CF:X)", "rowKeySeparator # (was |)",
                               "uppercaseQualifier False (was True)"]
+
+
+def test_a_mapping_pointed_at_a_renamed_table_names_the_rewrite_first(tmp_path):
+    """The file still exists and reads another table (the source table renamed, as the pre-flight asks
+    when the old name is gone): the older changes skipped are in the new table's rows, so the note
+    names the rewrite first; restoring the file (what a removed mapping's note says) would meet the
+    old table gone (a new user's probe)."""
+    mapped.remember(tmp_path, "g1", (_m("t.yml", table="users", mapAll=True),))
+    changes = mapped.compare(tmp_path, "g1", (_m("t.yml", table="members", mapAll=True),))
+    assert changes.dropped == {"d.users": "t.yml"} and changes.repointed == {"t.yml": ["d.members"]}
+    (note,) = mapped.notes(SimpleNamespace(file="s.yml"), "g1", changes, {"d.users": 2}, 9)
+    assert note == ("skipped 2 rows of d.users: t.yml reads d.members now (d.users at the last sync); if the table "
+                    "was renamed, its rows under the new name hold those changes: rewrite them: sluice repair "
+                    "--config s.yml --group g1 --mapping t.yml; if it was not, restore t.yml and replay: sluice "
+                    "store set-cursor --config s.yml --group g1 --to 9")
+    removed = mapped.compare(tmp_path, "g1", ())
+    assert removed.dropped == {"d.users": "t.yml"} and not removed.repointed
