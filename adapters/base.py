@@ -161,7 +161,7 @@ class SourceCollations(Protocol):
 
 @dataclass
 class ApplyStats:
-    """What a writer did; picklable, summed by the driver. Keys are ``db.table``."""
+    """What a writer did; picklable, summed by the driver. Keys are ``db.table`` (``lacked``: see there)."""
 
     inserted: Counter = field(default_factory=Counter)
     updated: Counter = field(default_factory=Counter)

@@ -178,7 +178,8 @@ class ChunkApply:
                         raise row_error(f"{plan.source} key {format_key(plan.key_of(c))}: value {c.data[s]!r} "
                                         f"of column {s} cannot be written to {plan.info.label}: {e}",
                                         table=plan.source, key=format_key(plan.key_of(c)),
-                                        hint="see docs/rdb.md for the value mapping per target type") from None
+                                        hint=getattr(e, "hint", None)  # a Rounded value: the ALTER that widens
+                                        or "see docs/rdb.md for the value mapping per target type") from None
             raise
 
     def each_segment(self, plan: Plan, run: list[Change], rows: list[tuple], apply_rows) -> None:

@@ -39,8 +39,9 @@ def target_from_adapter(adapter: Any, file: str, key: str, cfg: Any = None) -> R
     target = RdbTarget.from_properties(props, file, key)
     if getattr(adapter, "key", None) and not target.key:
         target = replace(target, key=adapter.key)
-    kafka = getattr(getattr(cfg, "store", None), "kafka", None)
-    if kafka is not None and getattr(kafka, "writtenBy", "sluice") == "canal":
+    store = getattr(cfg, "store", None)
+    kafka = getattr(store, "kafka", None)
+    if getattr(store, "kind", None) == "kafka" and getattr(kafka, "writtenBy", "sluice") == "canal":
         target = replace(target, complete_types=False)
     return target
 

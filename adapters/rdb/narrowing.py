@@ -75,6 +75,16 @@ def alter_statement(family: str, table: tuple[str | None, str], column: str, new
     return f"ALTER TABLE {name} MODIFY {q(column)} {new_type}{'' if nullable else ' NOT NULL'}"
 
 
+class Rounded(ValueError):
+    """A value the target column would round: a ValueError, so that the chunk names its row and
+    column (``adapters/rdb/chunk.py``: a row error, dead-lettered where that is on); ``hint`` widens
+    the column."""
+
+    def __init__(self, message: str, hint: str):
+        super().__init__(message)
+        self.hint = hint
+
+
 def guard(keep: int, inner: Callable[[Any], Any] | None, refuse: Callable[[str], Exception]) -> Callable[[Any], Any]:
     """A converter that lets a value through (``inner`` after) when its fractional digits beyond
     ``keep`` are all zero, and raises ``refuse(value)`` for one the target would round."""

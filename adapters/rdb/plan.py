@@ -2,7 +2,10 @@
 
 A :class:`Plan` is built once per (route, source column set, key) and cached on the
 :class:`TableInfo`, so the per-row work is an ``itemgetter`` and the few converters that
-are not the identity.
+are not the identity. What a plan also takes from the change's ``mysqlType`` (its converters,
+the columns its table lacked, the fractional-digit guards) is the same for every change of that
+column set until a DDL, and each DDL barrier makes the executors reflect their tables afresh
+(a new epoch: new TableInfos, no cached plan).
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from typing import Any
 
 from adapters.base import Change
 from adapters.rdb.config import RdbTable
-from adapters.rdb.narrowing import alter_statement, guard, lost_digits, widened_type
+from adapters.rdb.narrowing import Rounded, alter_statement, guard, lost_digits, widened_type
 from adapters.rdb.schema import TableInfo
 from adapters.rdb.values import Converter, converter, needs_relaxed
 from sluice_common.errors import TargetError
@@ -201,9 +204,9 @@ def _guarded(route: RdbTable, info: TableInfo, family: str, s: str, t: str, mysq
     label = f"{schema}.{info.name}" if schema else info.name
     kept = f"{type(col.type).__name__.upper()}, {lost[1]} fractional digits"
 
-    def refuse(value: str) -> TargetError:
-        return _fail(route, info, f"value {value} of source column {s} of {source} ({mysql_type}) has more "
-                     f"fractional digits than target column {t} of {label} keeps ({kept}): it would be rounded",
-                     hint=f"widen it: {alter} (restate its DEFAULT, ON UPDATE or UNSIGNED, if it has them), "
-                     "then sync again")
+    def refuse(value: str) -> Rounded:
+        return Rounded(f"value {value} of source column {s} of {source} ({mysql_type}) has more fractional digits "
+                       f"than target column {t} of {label} keeps ({kept}): it would be rounded",
+                       hint=f"widen it: {alter} (restate its DEFAULT, ON UPDATE or UNSIGNED, if it has them), "
+                       "then sync again")
     return guard(lost[1], conv, refuse)

@@ -22,7 +22,13 @@ the run record and ``sluice status``) what the change means for rows:
   ``targetPk``, a target column fed by another source column; an ES index, type, ``_id``/``pk`` or SQL;
   an HBase table, family, row key, separator, mode, qualifier case or cell): rows applied before are
   where and as the old mapping wrote them; the summary names what changed and the same command
-  rewrites them (a part the last record lacks, from an older sync, is not compared).
+  rewrites them (a part the last record lacks, from an older sync, is not compared);
+* **a mapping pointed at another source table** (the table renamed at the source, ``dbMapping.table``
+  set to the new name): the old table's pending changes are not applied to its target; the summary
+  names the rewrite first (the renamed table's rows hold them), then the replay;
+* **changes applied without a mapped column** their table did not have when they were written
+  (:func:`lacked_notes`: a column renamed or added at the source while they were pending): the
+  summary names the table, the column and the rewrite.
 
 Nothing is refused: each is something an operator may mean. It is said once, at the first sync
 after the change (the record moves on when that sync acks).
@@ -133,9 +139,10 @@ class Changes:
 
     #: source table (``db.table``/``db.*``) -> the file that read it; no mapping reads it now
     dropped: dict[str, str] = field(default_factory=dict)
-    #: file -> what it reads now, for a file of ``dropped`` that still exists (pointed at another
-    #: table: the source table renamed, as the pre-flight's refusal of the old name asks)
-    repointed: dict[str, list[str]] = field(default_factory=dict)
+    #: file -> (the tables it read at the last sync and reads no more, what it reads now): a file
+    #: pointed at another table (the source table renamed, as the pre-flight's refusal of the old
+    #: name asks); the old table's pending changes are not applied to its target
+    repointed: dict[str, tuple[list[str], list[str]]] = field(default_factory=dict)
     #: file -> the columns it writes now and did not before
     widened: dict[str, list[str]] = field(default_factory=dict)
     #: files new since the last sync
@@ -146,7 +153,7 @@ class Changes:
     joined: list[str] = field(default_factory=list)
 
     def __bool__(self) -> bool:
-        return bool(self.dropped or self.widened or self.added or self.moved or self.joined)
+        return bool(self.dropped or self.widened or self.added or self.moved or self.joined or self.repointed)
 
 
 def compare(root: Path, group: str, mappings: tuple[Mapping, ...],
@@ -164,9 +171,10 @@ def compare(root: Path, group: str, mappings: tuple[Mapping, ...],
         for table in was["reads"]:
             if (m is None or table not in reads(m)) and not any(_covers(x, table) for x in mappings):
                 out.dropped[table] = file
-                if m is not None:
-                    out.repointed[file] = reads(m)
         if m is not None:
+            gone = [t for t in was["reads"] if t not in reads(m) and not _covers(m, t)]
+            if gone:
+                out.repointed[file] = (gone, reads(m))
             new = _new_columns(was["writes"], writes(m))
             if new:
                 out.widened[file] = new
@@ -300,17 +308,21 @@ def notes(cfg: Any, group: str, changes: Changes, skipped: dict[str, int], curso
                    "it applies the changes the store holds, from its first batch; rows its tables held before that "
                    "are not in its targets unless a load put them there (sluice bootstrap, etl); load them: "
                    f"sluice repair --config {cfg.file} --group {group}")
+    replay = f"sluice store set-cursor --config {cfg.file} --group {group} --to {cursor}"
     for table, file in sorted(changes.dropped.items()):
-        rows = sum(n for t, n in skipped.items() if _covers_name(table, t))
-        replay = f"sluice store set-cursor --config {cfg.file} --group {group} --to {cursor}"
-        if file in changes.repointed:  # a renamed table's older changes: its rows hold them under the new name
-            out.append(f"skipped {rows} rows of {table}: {file} reads {', '.join(changes.repointed[file])} now "
-                       f"({table} at the last sync); if the table was renamed, its rows under the new name hold "
-                       f"those changes: rewrite them: {backfill_command(cfg, group, file)}; if it was not, restore "
-                       f"{file} and replay: {replay}")
+        if file in changes.repointed:  # said below, with the rows skipped
             continue
+        rows = sum(n for t, n in skipped.items() if _covers_name(table, t))
         out.append(f"skipped {rows} rows of {table}: no mapping of group {group} covers it any more ({file} read it "
                    f"at the last sync); to apply them after all, restore {file} and replay: {replay}")
+    for file, (gone, now) in sorted(changes.repointed.items()):
+        # a renamed table's older changes: its rows under the new name hold them
+        rows = sum(n for old in gone for t, n in skipped.items() if _covers_name(old, t))
+        was = ", ".join(gone)
+        out.append(f"{file} reads {', '.join(now)} now ({was} at the last sync): the pending changes of {was} were "
+                   f"not applied to its target{f' ({rows} skipped: no mapping covers it now)' if rows else ''}; if "
+                   f"the table was renamed, its rows under the new name hold them: rewrite them: "
+                   f"{backfill_command(cfg, group, file)}; if it was not, restore {file} and replay: {replay}")
     for file, cols in sorted(changes.widened.items()):
         out.append(f"{file} now writes {', '.join(cols)}: rows applied before this sync lack it; backfill them: "
                    f"{backfill_command(cfg, group, file)}")
@@ -331,9 +343,11 @@ def lacked_notes(cfg: Any, group: str, lacked: dict[str, int]) -> list[str]:
     for key in sorted(lacked):
         file, table, cols = json.loads(key)  # adapters.base.lacked_key
         src, tgt = ", ".join(s for s, _ in cols), ", ".join(t for _, t in cols)
-        out.append(f"{file}: changes of {table} written before the source table had column {src} (which {file} "
-                   f"maps to {tgt}) were applied without it, so {tgt} in those rows is not the source's (the "
-                   f"column was added or renamed since); rewrite them: {backfill_command(cfg, group, file)}")
+        many = len(cols) > 1
+        out.append(f"{file}: changes of {table} written before the source table had column{'s' if many else ''} "
+                   f"{src} (which {file} maps to {tgt}) were applied without {'them' if many else 'it'}, so {tgt} "
+                   f"in those rows {'are' if many else 'is'} not the source's (added or renamed since); rewrite "
+                   f"them: {backfill_command(cfg, group, file)}")
     return out
 
 

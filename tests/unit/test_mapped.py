@@ -166,16 +166,23 @@ def test_an_adapter_an_es_id_and_hbase_cells_pointed_elsewhere():
 
 def test_a_mapping_pointed_at_a_renamed_table_names_the_rewrite_first(tmp_path):
     """The file still exists and reads another table (the source table renamed, as the pre-flight asks
-    when the old name is gone): the older changes skipped are in the new table's rows, so the note
-    names the rewrite first; restoring the file (what a removed mapping's note says) would meet the
-    old table gone (a new user's probe)."""
+    when the old name is gone): the older changes are in the new table's rows, so the note names the
+    rewrite first; restoring the file (what a removed mapping's note says) would meet the old table
+    gone (a new user's probe). Said too when another mapping still reads the old table (nothing is
+    skipped then, but this file's target misses those changes)."""
     mapped.remember(tmp_path, "g1", (_m("t.yml", table="users", mapAll=True),))
     changes = mapped.compare(tmp_path, "g1", (_m("t.yml", table="members", mapAll=True),))
-    assert changes.dropped == {"d.users": "t.yml"} and changes.repointed == {"t.yml": ["d.members"]}
+    assert changes.dropped == {"d.users": "t.yml"} and changes.repointed == {"t.yml": (["d.users"], ["d.members"])}
     (note,) = mapped.notes(SimpleNamespace(file="s.yml"), "g1", changes, {"d.users": 2}, 9)
-    assert note == ("skipped 2 rows of d.users: t.yml reads d.members now (d.users at the last sync); if the table "
-                    "was renamed, its rows under the new name hold those changes: rewrite them: sluice repair "
-                    "--config s.yml --group g1 --mapping t.yml; if it was not, restore t.yml and replay: sluice "
-                    "store set-cursor --config s.yml --group g1 --to 9")
+    assert note == ("t.yml reads d.members now (d.users at the last sync): the pending changes of d.users were not "
+                    "applied to its target (2 skipped: no mapping covers it now); if the table was renamed, its rows "
+                    "under the new name hold them: rewrite them: sluice repair --config s.yml --group g1 --mapping "
+                    "t.yml; if it was not, restore t.yml and replay: sluice store set-cursor --config s.yml --group "
+                    "g1 --to 9")
     removed = mapped.compare(tmp_path, "g1", ())
     assert removed.dropped == {"d.users": "t.yml"} and not removed.repointed
+    other = _m("u.yml", table="users", targetTable="u", mapAll=True)  # still reads d.users
+    both = mapped.compare(tmp_path, "g1", (_m("t.yml", table="members", mapAll=True), other))
+    assert not both.dropped and both.repointed == {"t.yml": (["d.users"], ["d.members"])}
+    assert "the pending changes of d.users were not applied to its target; if the table was renamed" in \
+        mapped.notes(SimpleNamespace(file="s.yml"), "g1", both, {}, 9)[0]
