@@ -39,8 +39,7 @@ def lost_digits(family: str, target: sa.TypeEngine, mysql_type: str | None) -> t
             return None
         return (want, have) if have < want else None
     if t.base in ("decimal", "numeric") and isinstance(target, sa.Numeric) and not isinstance(target, sa.Float):
-        parts = t.args.split(",")
-        want = int(parts[1]) if len(parts) > 1 and parts[1].strip() else 0
+        want = _digits(t.args)[1]
         have = target.scale
         if have is None or family == "sqlite":  # PostgreSQL NUMERIC without a scale keeps any
             return None
@@ -58,11 +57,16 @@ def widened_type(family: str, target: sa.TypeEngine, mysql_type: str | None) -> 
             zone = " with time zone" if getattr(target, "timezone", False) else ""
             return f"{'time' if isinstance(target, sa.Time) else 'timestamp'}({digits}){zone}"
         return f"{name}({digits})"
-    parts = t.args.split(",")
-    scale = int(parts[1]) if len(parts) > 1 and parts[1].strip() else 0
-    src_int = int(parts[0] or 10) - scale
+    precision, scale = _digits(t.args)
+    src_int = precision - scale
     tgt_int = (target.precision or 10) - (target.scale or 0)
     return f"{'numeric' if family == 'postgresql' else name}({max(src_int, tgt_int) + scale},{scale})"
+
+
+def _digits(args: str) -> tuple[int, int]:
+    """``(precision, scale)`` of a decimal's type arguments (``"10,4"``; MySQL's defaults 10 and 0)."""
+    parts = args.split(",")
+    return int(parts[0] or 10), int(parts[1]) if len(parts) > 1 and parts[1].strip() else 0
 
 
 def alter_statement(family: str, table: tuple[str | None, str], column: str, new_type: str, nullable: bool) -> str:

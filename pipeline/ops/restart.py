@@ -91,7 +91,7 @@ def restart(cfg: Config, start_from: str) -> dict[str, Any]:
 def _shared_hint(cfg: Config, foreign: list[str]) -> str:
     """How to restart a store other groups read: with them in the config; on Kafka a group no
     deployment uses any more goes with its consumer group (its cursor)."""
-    if cfg.store.kafka is None:
+    if cfg.store.kind != "kafka" or cfg.store.kafka is None:
         return ("run it with a config that has every group of the store, or give this deployment a "
                 "store.path of its own")
     return ("run it with a config that has every group of the store; a group no deployment uses any more: "
