@@ -1,7 +1,9 @@
 """Target columns that keep fewer fractional digits than their source column: rounding refused.
 
-MariaDB and MySQL round a ``DATETIME(3)`` value into a ``DATETIME`` column, and a ``DECIMAL(10,4)``
-into a ``DECIMAL(10,2)``, without an error even in strict mode (PostgreSQL rounds too). A mapping
+MariaDB and MySQL round a ``DATETIME(3)`` value into a ``DATETIME`` column, a ``DECIMAL(10,4)``
+into a ``DECIMAL(10,2)`` and a ``DECIMAL(10,2)`` into an ``INT``, without an error or a warning even
+in strict mode (PostgreSQL rounds too). (A decimal into an integer column used to fail every value,
+``3.00`` too, on the integer conversion, with no fix; whole values now pass.) A mapping
 into a hand-made target table with a narrower column applied such values rounded, the run ``ok``;
 ``sluice verify`` then found the rows different and ``sluice repair`` "repaired" them into the same
 rounding (a new user's probe). The plan of a change (:func:`adapters.rdb.plan.build_plan`) now puts
@@ -38,6 +40,9 @@ def lost_digits(family: str, target: sa.TypeEngine, mysql_type: str | None) -> t
         else:
             return None
         return (want, have) if have < want else None
+    if t.base in ("decimal", "numeric") and isinstance(target, sa.Integer) and family in ("mysql", "postgresql"):
+        want = _digits(t.args)[1]  # an integer column keeps no fractional digit, and rounds silently
+        return (want, 0) if want else None
     if t.base in ("decimal", "numeric") and isinstance(target, sa.Numeric) and not isinstance(target, sa.Float):
         want = _digits(t.args)[1]
         have = target.scale
@@ -59,8 +64,15 @@ def widened_type(family: str, target: sa.TypeEngine, mysql_type: str | None) -> 
         return f"{name}({digits})"
     precision, scale = _digits(t.args)
     src_int = precision - scale
-    tgt_int = (target.precision or 10) - (target.scale or 0)
-    return f"{'numeric' if family == 'postgresql' else name}({max(src_int, tgt_int) + scale},{scale})"
+    if isinstance(target, sa.Integer):  # the decimal type that holds both the source's and the column's
+        tgt_int, name = _INTEGER_DIGITS.get(name, 20), "DECIMAL"
+    else:
+        tgt_int = (target.precision or 10) - (target.scale or 0)
+    return f"{'numeric' if family == 'postgresql' else name}({min(65, max(src_int, tgt_int) + scale)},{scale})"
+
+
+#: the decimal digits each integer type holds, unsigned (an unknown one: BIGINT's)
+_INTEGER_DIGITS = {"TINYINT": 3, "SMALLINT": 5, "MEDIUMINT": 8, "INTEGER": 10, "INT": 10, "BIGINT": 20}
 
 
 def _digits(args: str) -> tuple[int, int]:
@@ -91,11 +103,14 @@ class Rounded(ValueError):
 
 def guard(keep: int, inner: Callable[[Any], Any] | None, refuse: Callable[[str], Exception]) -> Callable[[Any], Any]:
     """A converter that lets a value through (``inner`` after) when its fractional digits beyond
-    ``keep`` are all zero, and raises ``refuse(value)`` for one the target would round."""
+    ``keep`` are all zero, without them (what the column holds: ``3.00`` into an integer column is
+    ``3``), and raises ``refuse(value)`` for one the target would round."""
     def check(v: Any) -> Any:
         if isinstance(v, str):
             dot = v.find(".")
-            if dot >= 0 and v[dot + 1 + keep:].strip("0"):
-                raise refuse(v)
+            if dot >= 0:
+                if v[dot + 1 + keep:].strip("0"):
+                    raise refuse(v)
+                v = v[:dot + 1 + keep] if keep else v[:dot]
         return inner(v) if inner is not None else v
     return check

@@ -247,18 +247,19 @@ def test_a_column_renamed_with_changes_pending_names_the_rewrite(tmp_path, maria
 
 def test_a_target_column_that_would_round_the_source_values_is_refused(tmp_path, mariadb, mariadb_target):
     """A hand-made target column with fewer fractional digits (DATETIME for the source's DATETIME(3),
-    DECIMAL(8,2) for DECIMAL(8,4)) rounded values quietly -- MariaDB does it in strict mode, and
+    DECIMAL(8,2) for DECIMAL(8,4), INT for DECIMAL(6,2)) rounded values quietly -- MariaDB does it in strict mode, and
     `sluice repair` "repaired" into the same rounding (a new user's probe). Values whose extra digits
     are zero still go through; one the target would round stops the sync by name, nothing acked,
     with the ALTER TABLE that widens the column; followed, every value arrives exactly."""
     d = make(tmp_path, mariadb, mariadb_target)
-    d.source(f"CREATE TABLE `{d.db}`.w (id INT PRIMARY KEY, d DATETIME(3) NOT NULL, m DECIMAL(8,4))")
-    d.target(f"CREATE TABLE `{d.tdb}`.w (id INT PRIMARY KEY, d DATETIME NOT NULL, m DECIMAL(8,4))")
+    d.source(f"CREATE TABLE `{d.db}`.w (id INT PRIMARY KEY, d DATETIME(3) NOT NULL, m DECIMAL(8,4), "
+             "q DECIMAL(6,2))")
+    d.target(f"CREATE TABLE `{d.tdb}`.w (id INT PRIMARY KEY, d DATETIME NOT NULL, m DECIMAL(8,4), q INT)")
     d.add_mapping("w.yml", t_mapping(d.db, table="w", target="w"))
-    d.source(f"INSERT INTO `{d.db}`.w VALUES (1, '2026-11-29 10:00:00', 1.2345)")  # nothing to round
+    d.source(f"INSERT INTO `{d.db}`.w VALUES (1, '2026-11-29 10:00:00', 1.2345, 3)")  # nothing to round
     d.ok("run")
     assert d.rows("w") == d.source_rows("w")
-    d.source(f"INSERT INTO `{d.db}`.w VALUES (2, '2026-11-29 10:00:00.999', 1.5)")
+    d.source(f"INSERT INTO `{d.db}`.w VALUES (2, '2026-11-29 10:00:00.999', 1.5, 2.5)")
     proc = d.run("run")
     assert proc.returncode == exitcodes.FAILED, proc.stdout
     assert f"value 2026-11-29 10:00:00.999 of source column d of {d.db}.w (datetime(3)) has more fractional " \
@@ -267,6 +268,12 @@ def test_a_target_column_that_would_round_the_source_values_is_refused(tmp_path,
     assert len(d.rows("w")) == 1  # nothing of it applied
     alter = proc.stdout.split("widen it: ", 1)[1].split(" (restate")[0]
     assert alter == f"ALTER TABLE `{d.tdb}`.`w` MODIFY `d` DATETIME(3) NOT NULL"
+    d.target(alter)
+    proc = d.run("run")  # the next column: a decimal into an integer column
+    assert f"value 2.50 of source column q of {d.db}.w (decimal(6,2)) has more fractional digits than target " \
+           f"column q of {d.tdb}.w keeps (INTEGER, 0 fractional digits)" in proc.stdout, proc.stdout
+    alter = proc.stdout.split("widen it: ", 1)[1].split(" (restate")[0]
+    assert alter == f"ALTER TABLE `{d.tdb}`.`w` MODIFY `q` DECIMAL(12,2)"
     d.target(alter)
     d.ok("run")
     assert d.rows("w") == d.source_rows("w") and d.rows("w")[1][1].microsecond == 999000
