@@ -302,6 +302,11 @@ class Verifier:
         ``target_conn``, filling the counts, chunks and keys of the report record ``diff``."""
         raise self._unsupported("compare")
 
+    def absent(self, pairs: list[TablePair]) -> list[TablePair]:
+        """``checksums``: the pairs whose target table does not exist (a repair can fill a table, not
+        make one: it names them instead of failing on each of their key ranges)."""
+        raise self._unsupported("absent")
+
     def describe(self, mapping: Any) -> tuple[str, str]:
         """``(source table, target)`` of a mapping, as verify names them."""
         raise self._unsupported("describe")

@@ -36,7 +36,7 @@ def check_mapping(w: RdbWriter, mapping: Any) -> None:
 def check_schema(w: RdbWriter, schema: str | None, origin: str, source_db: str | None = None) -> None:
     """A mirror's target database exists. When it does not, the error carries ``missing_schema``
     (schema, mapping file, source database): the group's check names how to recreate and load it
-    (:func:`pipeline.job.group.reload_hint`); its DDL is history, replaying it cannot."""
+    (:func:`pipeline.job.reload.database_hint`); its DDL is history, replaying it cannot."""
     if schema is None:
         return
     try:

@@ -30,9 +30,12 @@ import time
 from collections import Counter
 from typing import Any
 
+from sqlalchemy import inspect
+
 from adapters.base import TablePair, Verifier
 from adapters.rdb.client import engine_for
 from adapters.rdb.config import RdbTarget
+from adapters.rdb.dialects import dialect_of
 from sluice_common.chunksql import Side, boundaries, checksum_sql, range_clause, select_list
 from sluice_common.normalize import normalize_row, normalizer
 
@@ -53,6 +56,24 @@ class RdbVerifier(Verifier):
 
     def read_connection(self) -> Any:
         return read_connection(self.target)
+
+    def absent(self, pairs: list[TablePair]) -> list[TablePair]:
+        """MySQL/MariaDB: no table or view of the name in its schema, in any letter case (a server with
+        ``lower_case_table_names`` lists ``Orders`` as ``orders``); others: none the writer's
+        reflection would find (PostgreSQL: on the search path when no schema is named)."""
+        if not pairs:
+            return []
+        with engine_for(self.target).connect() as conn:
+            if dialect_of(self.target).family != "mysql":
+                seen = inspect(conn)
+                return [p for p in pairs if not seen.has_table(p.target_table, schema=p.target_schema)]
+            there: dict[str | None, set[str]] = {}
+            for schema in {p.target_schema for p in pairs}:
+                db = "%s" if schema is not None else "DATABASE()"
+                rows = conn.exec_driver_sql("SELECT TABLE_NAME FROM information_schema.TABLES WHERE "
+                                            f"TABLE_SCHEMA = {db}", (schema,) if schema is not None else ()).fetchall()
+                there[schema] = {r[0].casefold() for r in rows}
+        return [p for p in pairs if p.target_table.casefold() not in there[p.target_schema]]
 
     def compare(self, source: Any, target_conn: Any, pair: TablePair, diff: Any, chunk: int) -> Any:
         return compare_table(Side(source, "mysql"), Side(target_conn, self.target.dialect), pair, diff, chunk)

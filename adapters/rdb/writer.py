@@ -293,6 +293,8 @@ class RdbWriter(Writer):
             # a mirrored table renamed or dropped by a later DDL that was already replayed:
             # these changes are history being replayed (cursor reset), the target is ahead
             if not (getattr(e, "missing_table", False) and route.mirror_ddl and applied_after(self, route, first)):
+                if getattr(e, "missing_table", False) and not getattr(e, "table", None):
+                    e.table = f"{first.database}.{first.table}"  # the change's table, not the last one read
                 raise
             log.info("history skipped", table=f"{first.database}.{first.table}", rows=len(run),
                      reason="a later DDL already replayed on the target")

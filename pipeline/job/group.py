@@ -3,7 +3,6 @@ the routes that pick their changes, and the pre-flight checks done on the driver
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,8 @@ from pipeline.job import checked, conflicts
 from pipeline.job.cascades import SourceFk, expected_cascades, read_source_fks
 from pipeline.job.collations import check_key_collations
 from pipeline.job.keyfold import KeyPlan
+from pipeline.job.mirrorcheck import check_mirrored_tables
+from pipeline.job.reload import database_hint
 from pipeline.job.routing import Route, routes_for
 from pipeline.job.zones import warn_of_system_zone
 from pipeline.mapping import DbMapping, Mapping, load_mappings
@@ -111,25 +112,15 @@ class GroupPlan:
                 missing = getattr(e, "missing_schema", None)
                 if missing is None:
                     raise
-                raise TargetMismatchError(e.message, hint=reload_hint(self, target, *missing)) from None
+                raise TargetMismatchError(e.message, hint=database_hint(self, target, *missing)) from None
         if cascades is not None:  # the source answered, and every target did just now
             check_key_collations(self)
+            if store is not None:  # a sync: the tables its mirrors will write exist, or pending DDL makes them
+                check_mirrored_tables(self, store)
             if any(getattr(m.spec, "mirrorDb", False) for m in self.mappings):
                 warn_of_system_zone(self.config)
         if cascades is not None and store is not None:  # every check passed with the source
             checked.remember(store.root, self.config, db)
-
-
-def reload_hint(plan: GroupPlan, target: Any, schema: str, file: str, source_db: str) -> str:
-    """How to bring back a mirror's target database that is gone (dropped, a new server): create it
-    with the source tables' definitions (their DDL is history in acked batches: replaying cannot
-    create them), then load their rows; the pending batches are applied after that."""
-    src, q = plan.config.source, shlex.quote
-    return (f"CREATE DATABASE {quote_ident(schema)} on {target.label}; copy the tables' definitions from the "
-            f"source: mysqldump --no-data --skip-triggers -h {q(src.host)} -P {src.port} -u {q(src.user)} "
-            f"{q(source_db)} | mysql -h {q(target.host or 'localhost')} -P {target.port or 3306} -u "
-            f"{q(target.username or '')} {q(schema)} (give each server's password: -p or MYSQL_PWD); then load their "
-            f"rows: sluice etl --config {q(plan.config.file)} --group {q(plan.group_id)} --mapping {q(file)}")
 
 
 def load_group(cfg: Config, group_id: str, others: bool = True) -> GroupPlan:

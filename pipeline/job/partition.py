@@ -27,7 +27,7 @@ from sluice_common.logs import worker_sink
 
 RESULT_FIELDS = [("partition", pa.int32()), ("ok", pa.bool_()), ("rows", pa.int64()), ("stats", pa.string()),
                  ("error", pa.string()), ("error_table", pa.string()), ("error_key", pa.string()),
-                 ("seconds", pa.string())]
+                 ("seconds", pa.string()), ("error_code", pa.string())]
 RESULT_ARROW = pa.schema(RESULT_FIELDS)
 
 
@@ -62,11 +62,13 @@ class JobContext:
 
 
 def result_batch(pid: int, ok: bool, rows: int, stats: ApplyStats, t0: float, error: str | None = None,
-                 table: str | None = None, key: str | None = None) -> pa.RecordBatch:
+                 table: str | None = None, key: str | None = None, code: str | None = None) -> pa.RecordBatch:
     """A task's one result row (``RESULT_ARROW``): counts, or its first terminal error with the
-    table and key; ``pid`` is the partition (sync) or the key range's unit id (etl)."""
+    table and key; ``pid`` is the partition (sync) or the key range's unit id (etl). ``code``:
+    what the driver may say more of (``missing_table``: the target has no table for a change of
+    ``table``; the driver names how to bring a mirrored one over)."""
     row = {"partition": pid, "ok": ok, "rows": rows, "stats": json.dumps(stats.as_dict()), "error": error,
-           "error_table": table, "error_key": key, "seconds": f"{time.monotonic() - t0:.3f}"}
+           "error_table": table, "error_key": key, "seconds": f"{time.monotonic() - t0:.3f}", "error_code": code}
     return pa.RecordBatch.from_pylist([row], schema=RESULT_ARROW)
 
 
@@ -114,9 +116,11 @@ def apply_function(ctx: JobContext, counters=None, scan=None):
                 e = SluiceError(f"{type(e).__name__}: {e}")
             current = run.current
             table = getattr(e, "table", None) or (f"{current.database}.{current.table}" if current else None)
-            key = getattr(e, "key", None) or (_key_text(current) if current else None)
+            missing = bool(getattr(e, "missing_table", False))  # the table's, not a row's: no key
+            key = None if missing else getattr(e, "key", None) or (_key_text(current) if current else None)
             count(False, run, t0)
-            yield result_batch(pid, False, run.rows, run.stats, t0, str(e), table, key)
+            yield result_batch(pid, False, run.rows, run.stats, t0, str(e), table, key,
+                               "missing_table" if missing else None)
             return
         count(True, run, t0)
         yield result_batch(pid, True, run.rows, run.stats, t0)

@@ -26,4 +26,5 @@ RESULT_SCHEMA = StructType([
     StructField("error_table", StringType()),
     StructField("error_key", StringType()),
     StructField("seconds", StringType()),
+    StructField("error_code", StringType()),  # pipeline.job.partition.result_batch's code, or null
 ])

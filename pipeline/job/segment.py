@@ -12,6 +12,7 @@ from pipeline.job.accumulators import merge, new_counter
 from pipeline.job.group import GroupPlan
 from pipeline.job.partition import JobContext, apply_function
 from pipeline.job.plan import partitioned_changes
+from pipeline.job.reload import missing_table_error
 from pipeline.job.scan import ScanPlan
 from pipeline.job.schema import RESULT_SCHEMA
 from sluice_common.errors import SluiceError
@@ -67,12 +68,20 @@ def run_segment(spark, dml, seg, plan: GroupPlan, ctx: JobContext, nparts: int, 
              worker_s=round(worker, 2),
              rows_per_s=round(rows / secs) if secs else 0, failed=len(failed))
     if failed:
-        lines = [f"partition {r['partition']}: table {r['error_table']} key {r['error_key']}: {r['error']}"
-                 for r in failed]
+        lines = [_failure(plan, r) for r in failed]
         said = any("fix:" in (r["error"] or "") for r in failed)  # the partition's error says what to do
         raise ApplyFailed(f"{len(failed)} of {len(results)} partitions failed; no batch was acked:\n  "
                           + "\n  ".join(lines),
                           hint=None if said else "fix the cause and run sync again; replays are idempotent")
+
+
+def _failure(plan: GroupPlan, r: dict) -> str:
+    """A failed partition's line: where, and its error (a mirrored table the target lacks: with how
+    to bring it over, :mod:`pipeline.job.reload`)."""
+    if r["error_code"] == "missing_table":
+        return (f"partition {r['partition']}: table {r['error_table']}: "
+                + missing_table_error(plan, r["error"] or "", r["error_table"]))
+    return f"partition {r['partition']}: table {r['error_table']} key {r['error_key']}: {r['error']}"
 
 
 def scan_tasks(spark, nparts: int):

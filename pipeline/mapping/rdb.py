@@ -211,17 +211,24 @@ class DbMapping(Section):
         have = list(columns)
         ci = self.caseInsensitive
 
-        def check(key: str, names: Iterable[str]) -> None:
+        def check(key: str, names: Iterable[str], hint) -> None:
             for name in names:
                 if not any(same_name(name, c, ci) for c in have):
                     raise self.fail(key, f"column '{name}' is not in the source table {table} "
-                                    f"(columns: {listing(have)})")
+                                    f"(columns: {listing(have)})", hint=hint(name))
 
         if self.mirrorDb:  # tables without a primary key work too (docs/rdb.md: matching rule)
             return
-        check("targetPk", self.source_pk_columns)
-        check("targetColumns", [s for t, s in self._pairs if t not in self.target_pk_columns])
-        check("excludeColumns", self.excludeColumns)
+        target_of = {s: t for t, s in self._pairs}
+        check("targetPk", self.source_pk_columns,
+              lambda n: f"if it was renamed, name the key's column as the source calls it now in dbMapping.targetPk "
+              f"of {self._file}")
+        check("targetColumns", [s for t, s in self._pairs if t not in self.target_pk_columns],
+              lambda n: f"if it was renamed, set `{target_of.get(n, n)}: <its new name>` under dbMapping.targetColumns "
+              f"of {self._file} (the sync then names the `sluice repair` for the changes made under the old "
+              "name); if it was dropped, remove it from there")
+        check("excludeColumns", self.excludeColumns,
+              lambda n: f"remove '{n}' from dbMapping.excludeColumns of {self._file}, or write its new name there")
 
     def validate_key(self, unique_keys: Iterable[tuple[str, ...]], table: str | None = None) -> None:
         """Refuse a ``targetPk`` that is not unique at the source (``unique_keys``: the source

@@ -20,18 +20,14 @@
 from __future__ import annotations
 
 import datetime as dt
-import json
 import time
-from pathlib import Path
 from typing import Any
 
 from pipeline.config import Config
 from pipeline.state.runlog import RunLog
 from pipeline.store import AdminLog, BatchMeta, open_store
+from pipeline.store.lastevent import last_event_ms, last_record  # noqa: F401 - status reads them here
 from sluice_common.errors import SluiceError
-
-#: how many empty batches (position progress only) are skipped looking for the newest event
-EVENT_SCAN_BATCHES = 200
 
 
 def iso_ts(text: str | None) -> float | None:
@@ -45,39 +41,6 @@ def iso_ts(text: str | None) -> float | None:
     if d.tzinfo is None:
         d = d.replace(tzinfo=dt.UTC)
     return d.timestamp()
-
-
-def last_record(meta: BatchMeta) -> dict[str, Any] | None:
-    """The last Dml line of a batch file, read from its end (the file is not verified)."""
-    if getattr(meta, "last_es", None):  # a Kafka batch records its last event's time
-        return {"es": meta.last_es}
-    if not meta.records or not meta.size or not meta.path:
-        return None
-    path = Path(meta.path)
-    block = 1 << 16
-    with path.open("rb") as f:
-        while True:
-            start = max(0, meta.size - block)
-            f.seek(start)
-            body = f.read(meta.size - start).rstrip(b"\n")
-            cut = body.rfind(b"\n")
-            if cut >= 0 or start == 0:
-                try:
-                    rec = json.loads(body[cut + 1:])
-                except ValueError:
-                    return None
-                return rec if isinstance(rec, dict) else None
-            block *= 4
-
-
-def last_event_ms(store: AdminLog | None, metas: list[BatchMeta] | None = None) -> int | None:
-    """``es`` (binlog event time, ms) of the newest captured event (in ``metas``), or None."""
-    metas = metas if metas is not None else store.batches()
-    for meta in list(reversed(metas))[:EVENT_SCAN_BATCHES]:
-        rec = last_record(meta)
-        if rec is not None and rec.get("es"):
-            return int(rec["es"])
-    return None
 
 
 def binlog_behind(stored: dict[str, Any] | None, end: tuple[str, int], logs: list[tuple[str, int]]) -> int | None:

@@ -192,7 +192,8 @@ def _finish(cfg: Config, plan: Any, summary: RepairSummary, chosen: list[RepairT
     if summary.errors:
         err = RepairFailed(f"{len(summary.errors)} table(s) or key range(s) of {len(chosen)} table(s) failed:\n  "
                            + "\n  ".join(summary.errors[:20]),
-                           hint="fix the cause and run the repair again; chunks already repaired stay so")
+                           hint=None if all("fix:" in e for e in summary.errors[:20])  # each says what to do
+                           else "fix the cause and run the repair again; chunks already repaired stay so")
         err.summary = summary  # what the other tables and ranges did, for the command's report
         raise err
     return summary

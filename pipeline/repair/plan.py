@@ -60,12 +60,16 @@ def plan_tables(conn: Any, plan: Any, midxs: list[int], tables: list[str] | None
     for midx in midxs:
         mapping = plan.mappings[midx]
         kind, target = plan.targets[plan.mapping_target[midx]]
-        for database, table, pair, label in _tables_of_mapping(conn, plan, midx, mapping, kind, target):
+        for database, table, pair, label, absent in _tables_of_mapping(conn, plan, midx, mapping, kind, target):
             if not _wanted(tables, database, table):
                 continue
             meta = table_meta(conn, database, table)
             if meta is None:
                 raise ConfigError(mapping.file, None, f"source table {database}.{table} does not exist")
+            if absent:  # a repair fills a table; it cannot make one
+                out.append(RepairTable(midx, kind, mapping.file, meta, pair, label, (),
+                                       problem=_absent_problem(plan, target, mapping, pair, not meta.pk)))
+                continue
             if not meta.pk:  # a replayed INSERT of a keyless row would be applied twice
                 out.append(RepairTable(midx, kind, mapping.file, meta, pair, label, (), problem=(
                     f"{mapping.file}: source table {database}.{table} has no primary key: a repair writes by key "
@@ -86,17 +90,20 @@ def plan_tables(conn: Any, plan: Any, midxs: list[int], tables: list[str] | None
 
 
 def _tables_of_mapping(conn: Any, plan: Any, midx: int, mapping: Any, kind: str, target: Any
-                       ) -> list[tuple[str, str, TablePair | None, str]]:
+                       ) -> list[tuple[str, str, TablePair | None, str, bool]]:
+    """``(database, table, pair, target label, absent)`` of each source table of ``mapping``;
+    ``absent``: the target has no table for it (RDB targets)."""
     from adapters.registry import capabilities, make_verifier
 
     compare = capabilities(kind).compare
     if compare == "checksums":
         with conn.cursor() as cur:
             pairs = pairs_for(cur, mapping)
+        gone = {id(p) for p in make_verifier(kind, target, (mapping,)).absent(pairs)}
         out = []
         for p in pairs:
             tname = f"{p.target_schema}.{p.target_table}" if p.target_schema else p.target_table
-            out.append((p.source_db, p.source_table, p, f"{tname} on {target.label}"))
+            out.append((p.source_db, p.source_table, p, f"{tname} on {target.label}", id(p) in gone))
         return out
     verifier = make_verifier(kind, target, (mapping,))
     if compare == "documents":  # keyed by the mapping SQL's main table, in the database the sync meets
@@ -107,12 +114,26 @@ def _tables_of_mapping(conn: Any, plan: Any, midx: int, mapping: Any, kind: str,
             raise ConfigError(mapping.file, "esMapping.sql", f"the main table {main} names no database, "
                               "and no single captured database has it",
                               hint="write schema.table in the SQL, or give dataSourceKey a jdbc url with a database")
-        return [(database, main, None, verifier.describe(mapping)[1])]
+        return [(database, main, None, verifier.describe(mapping)[1], False)]
     spec = mapping.spec
     if getattr(spec, "mirrorDb", False):
-        return [(spec.database, t, None, f"{kind} {t}") for t in tables_of(conn, spec.database)]
+        return [(spec.database, t, None, f"{kind} {t}", False) for t in tables_of(conn, spec.database)]
     database, table = verifier.source_table(mapping)  # rows by row key: the mapping's own table
-    return [(database, table, None, verifier.describe(mapping)[1])]
+    return [(database, table, None, verifier.describe(mapping)[1], False)]
+
+
+def _absent_problem(plan: Any, target: Any, mapping: Any, pair: TablePair, keyless: bool) -> str:
+    """Why a pair whose target table does not exist is not repaired, and how to make the table (a
+    mirror's: copied from the source, :mod:`pipeline.job.reload`)."""
+    from pipeline.job.reload import mirror_of, tables_hint
+
+    tname = f"{pair.target_schema}.{pair.target_table}" if pair.target_schema else pair.target_table
+    found = mirror_of(plan, pair.source_db, pair.source_table)
+    hint = (tables_hint(plan, target, found[1], pair.source_db, (pair.source_table,),
+                        (pair.source_table,) if keyless else ()) if found is not None
+            else "create it (docs/rdb.md lists the suggested column types), then run the repair again")
+    return (f"{mapping.file}: target table {tname} does not exist on {target.label}: a repair fills a "
+            f"table, it cannot make one\n  fix: {hint}")
 
 
 def _route_database(plan: Any, midx: int) -> str | None:

@@ -54,6 +54,21 @@ def tables(cur, database: str) -> list[str]:
     return [_s(r[0]) for r in cur.fetchall()]
 
 
+def settled_tables(cur, database: str, before: float) -> list[str]:
+    """The base tables of a database created (or last rebuilt) before ``before`` (seconds since the
+    epoch) by the source's clock, Sluice's own (``_sluice_*``, a chained mirror's) left out; a table
+    whose creation time the server does not give is left out too. MySQL's cached statistics are not
+    used (``information_schema_stats_expiry``)."""
+    try:
+        cur.execute("SET SESSION information_schema_stats_expiry = 0")
+    except Exception:  # noqa: BLE001 - MariaDB has no such cache
+        pass
+    cur.execute("SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA=%s AND TABLE_TYPE='BASE TABLE' "
+                "AND TABLE_NAME NOT LIKE '\\_sluice\\_%%' AND UNIX_TIMESTAMP(CREATE_TIME) < %s ORDER BY TABLE_NAME",
+                (database, before))
+    return [_s(r[0]) for r in cur.fetchall()]
+
+
 def schema_exists(cur, database: str) -> bool:
     """Whether the source has the database (an empty one too)."""
     cur.execute("SELECT 1 FROM information_schema.SCHEMATA WHERE SCHEMA_NAME=%s", (database,))

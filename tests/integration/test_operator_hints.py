@@ -9,6 +9,7 @@ import os
 import re
 import shlex
 import subprocess
+import time
 
 from sluice_common import exitcodes
 from tests.support.cli import one_message
@@ -65,6 +66,55 @@ def test_a_dropped_mirror_database_is_brought_back_as_the_fix_says(tmp_path, mar
     assert d.rows("t") == [(1, "a"), (2, "c")] and d.rows("u") == [(1, "x"), (2, "y")]
 
 
+def _follow_tables_fix(d, fix: str, password: str) -> None:
+    """Run a missing-tables fix as given: the mysqldump pipe, then the repair it names."""
+    dump = re.search(r"(mysqldump .*?) \(give each", fix).group(1)
+    subprocess.run(dump, shell=True, check=True, env={**os.environ, "MYSQL_PWD": password},  # noqa: S602
+                   capture_output=True)
+    repair = shlex.split(re.search(r"load the rows: (sluice repair .*?); then sync again", fix).group(1))
+    d.ok(*[a for a in repair[1:] if a not in ("--config", str(d.cfg))])
+
+
+def test_a_mirror_into_a_database_made_by_hand_names_the_tables_it_lacks(tmp_path, mariadb, mariadb_target,
+                                                                        monkeypatch):
+    """A mirror pointed at a new target database holding some of the source's tables by hand (a new
+    user's probe: the tables with changes failed one by one with "create it", and nothing named the
+    others, whose rows were never there). A change of a missing table is refused naming that table,
+    not the last row read; a repair of it says it cannot make a table; the pre-flight names every
+    table the target lacks that was made before the newest stored event (by more than a margin: a
+    minute, none here), not one a pending CREATE TABLE makes; each fix, followed, leaves every table
+    equal to the source."""
+    d = make(tmp_path, mariadb, mariadb_target, tables=("t", "u", "v"))
+    time.sleep(1.1)  # the changes below come a second after the tables were made (CREATE_TIME has seconds)
+    new = f"{d.tdb}n"
+    d.add_mapping("t.yml", {"dbMapping": {"mirrorDb": True, "database": d.db, "targetDb": new}})
+    d.target(f"CREATE DATABASE `{new}`", f"CREATE TABLE `{new}`.t (id INT PRIMARY KEY, b VARCHAR(40))")
+    d.source(f"INSERT INTO `{d.db}`.t VALUES (1, 'a')", f"INSERT INTO `{d.db}`.u VALUES (1, 'x'), (2, 'y')",
+             f"CREATE TABLE `{d.db}`.w (id INT PRIMARY KEY)", f"INSERT INTO `{d.db}`.w VALUES (5)")
+    d.ok("capture", "--once")
+
+    refused = d.run("sync", "--group", "g1")  # u is new on the source: a change of it is where it fails
+    one_message(refused, exitcodes.FAILED, f"table {d.db}.u: target table {new}.u does not exist",
+                f"mysqldump --no-data --skip-triggers --skip-add-drop-table -h {mariadb['host']}", f"{d.db} u | mysql",
+                f"--table {d.db}.u; then sync again")
+    unmade = d.run("repair", "--group", "g1", "--table", f"{d.db}.v")
+    one_message(unmade, exitcodes.FAILED, f"target table {new}.v does not exist on", "cannot make one",
+                f"--table {d.db}.v; then sync again")
+
+    monkeypatch.setenv("SLUICE_TEST_MIRROR_MARGIN_SECONDS", "0")  # made before the newest stored event: asked
+    refused = d.run("sync", "--group", "g1")
+    one_message(refused, exitcodes.CONFIG, f"mappings/t.yml: dbMapping.targetDb: target database {new} on",
+                f"lacks 2 tables of source database {d.db}: u, v", f"{d.db} u v | mysql",
+                f"--table {d.db}.u --table {d.db}.v; then sync again")
+    assert "w" not in refused.stderr.split("lacks", 1)[1].split(".", 1)[0]  # its CREATE TABLE is pending
+    _follow_tables_fix(d, _fix(refused), mariadb["password"])
+    d.source(f"INSERT INTO `{d.db}`.v VALUES (7, 'q')")
+    d.ok("run")
+    for t in ("t", "u", "v", "w"):
+        assert sql(mariadb_target, f"SELECT * FROM `{new}`.`{t}` ORDER BY 1") == d.source_rows(t), t
+    assert sql(mariadb_target, f"SELECT * FROM `{new}`.v") == [(7, "q")]
+
+
 def test_a_target_column_dropped_by_hand_is_added_back_and_filled_as_the_fix_says(tmp_path, mariadb, mariadb_target):
     """The fix for a source column the target lacks, followed to the end: the column added back, the
     sync, and `sluice repair`, which fills it in the rows the target held before (a new user's probe:
@@ -108,3 +158,26 @@ def test_a_renamed_source_table_is_followed_as_the_fix_says(tmp_path, mariadb, m
     repair = shlex.split(re.search(r"`sluice (repair [^`]+)`", _fix(refused)).group(1))
     d.ok(*[a for a in repair if a not in ("--config", str(d.cfg))])
     assert d.rows() == d.source_rows("t2") == [(1, "z"), (2, "b"), (3, "c")]
+
+
+def test_a_source_column_renamed_under_targetcolumns_is_followed_as_the_fix_says(tmp_path, mariadb, mariadb_target):
+    """A column a mapping's targetColumns names, renamed at the source with a change pending: refused
+    with the line to write (a new user's probe: no fix was given); followed, the sync names the repair
+    for the change made under the old name, and after it the target equals the source."""
+    d = make(tmp_path, mariadb, mariadb_target)
+    d.edit_mapping(mapAll=None, targetColumns={"id": "id", "b": "b"})
+    d.source(f"INSERT INTO `{d.db}`.t VALUES (1, 'a'), (2, 'b')")
+    d.ok("run")
+    d.source(f"UPDATE `{d.db}`.t SET b = 'z' WHERE id = 1", f"ALTER TABLE `{d.db}`.t RENAME COLUMN b TO b2",
+             f"UPDATE `{d.db}`.t SET b2 = 'y' WHERE id = 2")
+    d.ok("capture", "--once")
+
+    refused = d.run("sync", "--group", "g1")
+    one_message(refused, exitcodes.CONFIG, "column 'b' is not in the source table t (columns: id, b2)",
+                "set `b: <its new name>` under dbMapping.targetColumns")
+    d.edit_mapping(targetColumns={"id": "id", "b": "b2"})  # follow it
+    synced = d.ok("sync", "--group", "g1")
+    assert "were applied without it" in synced.stdout
+    repair = shlex.split(re.search(r"rewrite them: sluice (repair .*)$", synced.stdout, re.M).group(1))
+    d.ok(*[a for a in repair if a not in ("--config", str(d.cfg))])
+    assert d.rows() == d.source_rows() == [(1, "z"), (2, "y")]

@@ -171,10 +171,12 @@ def test_validate_against_source_names_file_key_and_columns(tmp_path):
     (m,) = load_mappings(["mappings/*.yml"], base_dir=tmp_path)
     with pytest.raises(ConfigError) as info:
         m.validate_against_source(["id", "name", "c_time"], ["id"])
-    assert str(info.value) == ("mappings/user.yml: dbMapping.targetPk: column 'idd' is not in the source "
-                               "table user (columns: id, name, c_time)")
-    with pytest.raises(ConfigError, match=r"dbMapping.targetColumns: column 'name' is not"):
+    assert str(info.value).splitlines()[0] == ("mappings/user.yml: dbMapping.targetPk: column 'idd' is not in the "
+                                               "source table user (columns: id, name, c_time)")
+    assert info.value.hint.startswith("if it was renamed, name the key's column as the source calls it now")
+    with pytest.raises(ConfigError, match=r"dbMapping.targetColumns: column 'name' is not") as info:
         m.validate_against_source(["idd", "c_time"], ["idd"])
+    assert "set `name: <its new name>` under dbMapping.targetColumns" in info.value.hint
     m.validate_against_source(["idd", "name"], ["idd"])
 
 
