@@ -92,9 +92,9 @@ def alter_statement(family: str, table: tuple[str | None, str], column: str, new
 
 
 class Rounded(ValueError):
-    """A value the target column would round: a ValueError, so that the chunk names its row and
-    column (``adapters/rdb/chunk.py``: a row error, dead-lettered where that is on); ``hint`` widens
-    the column."""
+    """A value the target column would round (or otherwise change: :mod:`adapters.rdb.lossy`): a
+    ValueError, so that the chunk names its row and column (``adapters/rdb/chunk.py``: a row error,
+    dead-lettered where that is on); ``hint`` alters the column."""
 
     def __init__(self, message: str, hint: str):
         super().__init__(message)

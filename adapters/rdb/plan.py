@@ -14,11 +14,15 @@ from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
 
+from sqlalchemy.dialects import mysql as _my
+from sqlalchemy.dialects import postgresql as _pg
+
 from adapters.base import Change
 from adapters.rdb.config import RdbTable
+from adapters.rdb.lossy import loss
 from adapters.rdb.narrowing import Rounded, alter_statement, guard, lost_digits, widened_type
 from adapters.rdb.schema import TableInfo
-from adapters.rdb.values import Converter, converter, needs_relaxed
+from adapters.rdb.values import Converter, converter, needs_relaxed, suggest_type
 from sluice_common.errors import TargetError
 
 
@@ -198,7 +202,7 @@ def _guarded(route: RdbTable, info: TableInfo, family: str, s: str, t: str, mysq
     col = info.columns[t]
     lost = lost_digits(family, col.type, mysql_type)
     if lost is None:
-        return conv
+        return _lossless(info, family, s, t, mysql_type, conv, source, database)
     schema = info.schema or (database if family == "mysql" else None)
     alter = alter_statement(family, (schema, info.name), t, widened_type(family, col.type, mysql_type), col.nullable)
     label = f"{schema}.{info.name}" if schema else info.name
@@ -210,3 +214,30 @@ def _guarded(route: RdbTable, info: TableInfo, family: str, s: str, t: str, mysq
                        hint=f"widen it: {alter} (restate its DEFAULT, ON UPDATE or UNSIGNED, if it has them), "
                        "then sync again")
     return guard(lost[1], conv, refuse)
+
+
+#: how a column's type is written in a refusal
+_DIALECTS = {"mysql": _my.dialect, "postgresql": _pg.dialect}
+
+
+def _lossless(info: TableInfo, family: str, s: str, t: str, mysql_type: str | None, conv: Converter | None,
+              source: str, database: str | None) -> Converter | None:
+    """``conv``, guarded when target column ``t`` is of a kind that changes some values of source
+    column ``s`` (:mod:`adapters.rdb.lossy`)."""
+    col = info.columns[t]
+    lost = loss(family, col.type, mysql_type)
+    if lost is None:
+        return conv
+    schema = info.schema or (database if family == "mysql" else None)
+    alter = alter_statement(family, (schema, info.name), t, suggest_type(family, mysql_type or ""), col.nullable)
+    label = f"{schema}.{info.name}" if schema else info.name
+    kind = col.type.compile(dialect=_DIALECTS[family]()) if family in _DIALECTS else type(col.type).__name__
+
+    def check(v: Any) -> Any:
+        if isinstance(v, str) and lost.changes(v):
+            raise Rounded(f"value {v!r} of source column {s} of {source} ({mysql_type}) would be changed by target "
+                          f"column {t} of {label} ({kind}): {lost.what}",
+                          hint=f"give it the source's kind: {alter} (restate its DEFAULT or ON UPDATE, if it has "
+                          "them), then sync again")
+        return conv(v) if conv is not None else v
+    return check

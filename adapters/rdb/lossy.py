@@ -1,0 +1,118 @@
+"""Target columns of another kind that cannot hold every value of their source column: a value
+they would change is refused by name.
+
+A new user's probe mapped source columns into hand-made target columns of other types and every
+run was ``ok`` while the target held other values: a ``DATETIME`` into a ``date`` (the time of day
+dropped), a ``DOUBLE`` into a ``real`` (``1.0000000000000002`` became ``1``), a ``FLOAT`` into
+``numeric(10,2)`` (``0.125`` became ``0.13``), a ``BIGINT`` into a ``double precision``
+(``9007199254740993`` became ``...992``), a ``VARCHAR`` into a ``char(10)`` (trailing spaces gone:
+a fixed-width column pads and strips them). ``sluice verify`` then found the rows different and
+``sluice repair`` "repaired" them into the same loss, over and over.
+
+:func:`loss` says, for one (target column type, source ``mysqlType``), how such a column changes a
+value, or None when it holds every value (or this module does not know the pair: the fractional
+digits of temporal and decimal columns are :mod:`adapters.rdb.narrowing`'s). The plan
+(:func:`adapters.rdb.plan.build_plan`) guards the column with it: a value the column would hold
+unchanged passes, any other is a row error naming the row, the value, both columns, what would be
+lost, and the ``ALTER TABLE`` that gives the column the type Sluice suggests for the source's
+(:func:`adapters.rdb.values.suggest_type`). MySQL/MariaDB and PostgreSQL targets; mirrors are not
+guarded (their columns follow the source's replayed DDL).
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+
+from sqlalchemy import types as sa
+from sqlalchemy.dialects import mysql as my
+from sqlalchemy.dialects import postgresql as pg
+
+from sluice_common.mysqltypes import INTEGER_BYTES, parse_type
+
+_F32 = struct.Struct("<f")
+_TEXT = frozenset({"varchar", "text", "tinytext", "mediumtext", "longtext"})
+
+
+@dataclass(frozen=True)
+class Loss:
+    """How a target column changes some values of its source column."""
+
+    changes: Callable[[str], bool]   # True: the column would not hold this (non-NULL) text as it is
+    what: str                        # what would be lost, for the refusal
+
+
+def loss(family: str, target: sa.TypeEngine, mysql_type: str | None) -> Loss | None:
+    """See the module docstring."""
+    if family not in ("mysql", "postgresql") or not mysql_type:
+        return None
+    base = parse_type(mysql_type).base
+    if base in ("datetime", "timestamp") and isinstance(target, sa.Date):
+        return Loss(_has_time, "its time of day would be dropped")
+    if base in _TEXT and isinstance(target, sa.CHAR):
+        return Loss(lambda v: v.endswith(" "), "a fixed-width column pads and strips trailing spaces")
+    if _is_float32(target):
+        if base == "double" or base in INTEGER_BYTES or base in ("decimal", "numeric"):
+            return Loss(_not_float32, "it would be rounded to a 4-byte float")
+        return None
+    if isinstance(target, sa.Float):
+        if base in INTEGER_BYTES or base in ("decimal", "numeric"):
+            return Loss(_not_double, "it would be rounded to an 8-byte float")
+        return None
+    if base in ("float", "double", "real") and isinstance(target, sa.Numeric) and target.scale is not None:
+        scale = target.scale
+        return Loss(lambda v: _beyond_scale(v, scale), f"it has more than the column's {scale} decimal places")
+    return None
+
+
+def _is_float32(target: sa.TypeEngine) -> bool:
+    return isinstance(target, pg.REAL) or type(target) is my.FLOAT and (target.precision or 0) <= 24
+
+
+def _has_time(v: str) -> bool:
+    _, _, clock = v.partition(" ")
+    return bool(clock.strip("0:. "))
+
+
+def _double(v: str) -> float | None:
+    try:
+        x = float(v)
+    except ValueError:
+        return None
+    return x if math.isfinite(x) else None
+
+
+def _not_double(v: str) -> bool:
+    """The double nearest ``v`` reads back as another number (``9007199254740993``, a DECIMAL with
+    more than 15-17 significant digits); ``0.1`` reads back as ``0.1``."""
+    x = _double(v)
+    return x is not None and _dec(repr(x)) != _dec(v)
+
+
+def _not_float32(v: str) -> bool:
+    """The 4-byte float nearest ``v`` is another number than ``v``'s double."""
+    x = _double(v)
+    if x is None or _not_double(v):
+        return x is not None
+    try:
+        return _F32.unpack(_F32.pack(x))[0] != x
+    except OverflowError:
+        return True
+
+
+def _beyond_scale(v: str, scale: int) -> bool:
+    d = _dec(v)
+    try:
+        return d is not None and d != d.quantize(Decimal(1).scaleb(-scale))
+    except InvalidOperation:  # more digits than any column of that scale holds: the target refuses it
+        return False
+
+
+def _dec(v: str) -> Decimal | None:
+    try:
+        return Decimal(v).normalize()
+    except (InvalidOperation, ValueError):
+        return None

@@ -1,0 +1,46 @@
+"""adapters/rdb/lossy.py: target columns of another kind that would change some source values."""
+
+from __future__ import annotations
+
+from sqlalchemy import types as sa
+from sqlalchemy.dialects import mysql as my
+from sqlalchemy.dialects import postgresql as pg
+
+from adapters.rdb.lossy import loss
+
+
+def _changes(family, target, mysql_type, *values):
+    found = loss(family, target, mysql_type)
+    assert found is not None, (target, mysql_type)
+    return [found.changes(v) for v in values]
+
+
+def test_a_date_column_drops_the_time_of_day():
+    assert _changes("postgresql", pg.DATE(), "datetime(3)", "2024-11-03 00:00:00.000", "2024-11-03 01:30:00",
+                    "0000-00-00 00:00:00") == [False, True, False]
+    assert _changes("mysql", my.DATE(), "timestamp", "2024-11-04 03:30:00") == [True]
+    assert loss("postgresql", pg.TIMESTAMP(), "datetime") is None and loss("mysql", my.DATE(), "date") is None
+
+
+def test_a_fixed_width_column_loses_trailing_spaces():
+    assert _changes("postgresql", sa.CHAR(10), "varchar(40)", "ab", "ab  ", " ab") == [False, True, False]
+    assert _changes("mysql", my.CHAR(10), "text", "x ") == [True]
+    assert loss("mysql", my.CHAR(10), "char(10)") is None  # the source strips them too
+    assert loss("mysql", my.VARCHAR(10), "varchar(40)") is None
+
+
+def test_floats_that_would_be_rounded():
+    assert _changes("postgresql", pg.REAL(), "double", "1.0000000000000002", "0.5", "1e39") == [True, False, True]
+    assert loss("postgresql", pg.REAL(), "float") is None  # a FLOAT's values are 4-byte floats already
+    assert _changes("mysql", my.FLOAT(), "bigint", "16777217", "16777216") == [True, False]
+    assert _changes("postgresql", pg.DOUBLE_PRECISION(), "bigint", "9007199254740993", "9007199254740992",
+                    "-5") == [True, False, False]
+    assert _changes("mysql", my.DOUBLE(), "decimal(30,10)", "0.1", "12345678901234567890.1") == [False, True]
+    assert loss("mysql", my.DOUBLE(), "double") is None and loss("mysql", my.DOUBLE(), "float") is None
+
+
+def test_a_float_into_a_scaled_numeric():
+    assert _changes("postgresql", pg.NUMERIC(10, 2), "float", "0.125", "0.25", "1e-05", "3") == \
+        [True, False, True, False]
+    assert loss("postgresql", pg.NUMERIC(), "double") is None  # no scale: keeps any
+    assert loss("sqlite", sa.Numeric(10, 2), "double") is None
