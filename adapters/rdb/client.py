@@ -42,6 +42,8 @@ def _create(target: RdbTarget) -> Engine:
 
     @event.listens_for(engine, "connect")
     def _session(dbapi_conn, _record) -> None:
+        if dialect.family == "postgresql":
+            _infinities(dbapi_conn)
         if not session_sql:
             return
         cur = dbapi_conn.cursor()
@@ -56,6 +58,32 @@ def _create(target: RdbTarget) -> Engine:
         dbapi_conn.commit()
 
     return engine
+
+
+def _infinities(dbapi_conn) -> None:
+    """Read PostgreSQL's ``infinity``/``-infinity`` dates and timestamps (zero dates are written as
+    ``-infinity``, docs/rdb.md) as the least and greatest Python values instead of failing the read
+    ("timestamp too small"): ``sluice verify`` and ``repair`` compare such rows
+    (:mod:`sluice_common.normalize` reads them as zero dates)."""
+    import datetime as dt
+
+    from psycopg.types.datetime import DateLoader, TimestampLoader, TimestamptzLoader
+
+    def loader(base, low, high):
+        class Loader(base):
+            def load(self, data):
+                if bytes(data) == b"-infinity":
+                    return low
+                if bytes(data) == b"infinity":
+                    return high
+                return super().load(data)
+        return Loader
+
+    utc = dt.UTC
+    dbapi_conn.adapters.register_loader("date", loader(DateLoader, dt.date.min, dt.date.max))
+    dbapi_conn.adapters.register_loader("timestamp", loader(TimestampLoader, dt.datetime.min, dt.datetime.max))
+    dbapi_conn.adapters.register_loader("timestamptz", loader(TimestamptzLoader, dt.datetime.min.replace(tzinfo=utc),
+                                                              dt.datetime.max.replace(tzinfo=utc)))
 
 
 def dispose_all() -> None:
