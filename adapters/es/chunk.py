@@ -234,6 +234,12 @@ class ChunkApplier:
         rows = requery.requery(self._source(), self._database(), p.sql, cols, keys, what)
         for names, codes, row in rows:
             a = self._db_doc(names, codes, row)
+            if a.doc_id in seen:  # one-to-many: the index would keep one of the rows, whichever came last
+                raise TargetError(f"{p.file}: esMapping.sql gives more than one row for document _id={a.doc_id} "
+                                  f"(index {p.index}): a document holds one row, so all but one would be lost",
+                                  hint=f"make {p.file}'s SQL give one row per document: join a table on a key it has "
+                                  "once per main row, or make the _id name the joined row too (e.g. "
+                                  "concat(a.id, '_', b.id)), then sync again")
             seen.add(a.doc_id)
             page.append(a)
             if len(page) >= PAGE:

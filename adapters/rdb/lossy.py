@@ -6,7 +6,8 @@ run was ``ok`` while the target held other values: a ``DATETIME`` into a ``date`
 dropped), a ``DOUBLE`` into a ``real`` (``1.0000000000000002`` became ``1``), a ``FLOAT`` into
 ``numeric(10,2)`` (``0.125`` became ``0.13``), a ``BIGINT`` into a ``double precision``
 (``9007199254740993`` became ``...992``), a ``VARCHAR`` into a ``char(10)`` (trailing spaces gone:
-a fixed-width column pads and strips them). ``sluice verify`` then found the rows different and
+a fixed-width column pads and strips them), a MariaDB ``JSON`` into a ``jsonb`` (``{"a":1,"a":2}``
+reads 1 at the source, 2 there). ``sluice verify`` then found the rows different and
 ``sluice repair`` "repaired" them into the same loss, over and over.
 
 :func:`loss` says, for one (target column type, source ``mysqlType``), how such a column changes a
@@ -21,6 +22,7 @@ guarded (their columns follow the source's replayed DDL).
 
 from __future__ import annotations
 
+import json
 import math
 import struct
 from collections.abc import Callable
@@ -52,6 +54,9 @@ def loss(family: str, target: sa.TypeEngine, mysql_type: str | None) -> Loss | N
     base = parse_type(mysql_type).base
     if base in ("datetime", "timestamp") and isinstance(target, sa.Date):
         return Loss(_has_time, "its time of day would be dropped")
+    if base == "json" and isinstance(target, (pg.JSONB, my.JSON)):
+        return Loss(_duplicate_keys, "the column keeps the last of an object's duplicate keys, where the source's "
+                    "JSON functions read the first")
     if base in _TEXT and isinstance(target, sa.CHAR):
         return Loss(lambda v: v.endswith(" "), "a fixed-width column pads and strips trailing spaces")
     if _is_float32(target):
@@ -70,6 +75,31 @@ def loss(family: str, target: sa.TypeEngine, mysql_type: str | None) -> Loss | N
 
 def _is_float32(target: sa.TypeEngine) -> bool:
     return isinstance(target, pg.REAL) or type(target) is my.FLOAT and (target.precision or 0) <= 24
+
+
+class _Duplicate(Exception):
+    pass
+
+
+def _no_duplicates(pairs: list[tuple[str, object]]) -> dict:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        raise _Duplicate
+    return out
+
+
+def _duplicate_keys(v: str) -> bool:
+    """An object of the JSON text names a key twice (MariaDB keeps the text as written; a MySQL 8
+    source's JSON never does)."""
+    if v.count('"') < 4:
+        return False
+    try:
+        json.loads(v, object_pairs_hook=_no_duplicates)
+    except _Duplicate:
+        return True
+    except ValueError:  # not JSON: the column refuses it
+        return False
+    return False
 
 
 def _has_time(v: str) -> bool:

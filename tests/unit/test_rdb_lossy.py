@@ -44,3 +44,11 @@ def test_a_float_into_a_scaled_numeric():
         [True, False, True, False]
     assert loss("postgresql", pg.NUMERIC(), "double") is None  # no scale: keeps any
     assert loss("sqlite", sa.Numeric(10, 2), "double") is None
+
+
+def test_json_with_a_duplicate_key_into_a_normalizing_json_column():
+    assert _changes("postgresql", pg.JSONB(), "json", '{"a":1,"a":2}', '{"a":{"b":1,"b":1}}', '{"a":1,"b":2}',
+                    '[{"a":1},{"a":2}]', "not json") == [True, True, False, False, False]
+    assert _changes("mysql", my.JSON(), "json", '{"k": [1, {"x": 0, "x": 0}]}') == [True]
+    assert loss("postgresql", pg.JSON(), "json") is None  # json keeps the text as written
+    assert loss("mysql", my.LONGTEXT(), "json") is None  # MariaDB's JSON
