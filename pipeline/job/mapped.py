@@ -88,7 +88,8 @@ def target(m: Mapping) -> dict[str, Any]:
         return {**out, "table": name, "key": key, "columns": {t: s for t, s in spec.column_pairs if t not in key}}
     if isinstance(spec, EsMapping):
         return {**out, "index": spec.index, "type": spec.type, "_id": spec.id, "pk": spec.pk,
-                "sql": " ".join(spec.sql.split())}
+                "sql": " ".join(spec.sql.split()), "objFields": dict(sorted(spec.objFields.items())),
+                "skips": sorted(spec.skips)}
     if isinstance(spec, HbaseMapping):
         return {**out, "table": spec.hbaseTable, "family": spec.family, "rowKey": spec.rowKey,
                 "rowKeySeparator": spec.rowKeySeparator, "mode": spec.mode,

@@ -186,3 +186,15 @@ def test_a_mapping_pointed_at_a_renamed_table_names_the_rewrite_first(tmp_path):
     assert not both.dropped and both.repointed == {"t.yml": (["d.users"], ["d.members"])}
     assert "the pending changes of d.users were not applied to its target; if the table was renamed" in \
         mapped.notes(SimpleNamespace(file="s.yml"), "g1", both, {}, 9)[0]
+
+
+def test_es_objfields_and_skips_edited_are_said(tmp_path):
+    """An ES mapping's objFields or skips edited between syncs: documents written before keep the old
+    shape (a new user's probe: a field added to skips stayed in them, nothing said)."""
+    sql = "SELECT a.id AS _id, a.x, a.tags, a.c_time FROM t a"
+    es = parse_mapping({"esMapping": {"_index": "i", "_id": "_id", "sql": sql}}, "e.yml")
+    mapped.remember(tmp_path, "g1", (es,))
+    es2 = parse_mapping({"esMapping": {"_index": "i", "_id": "_id", "sql": sql, "objFields": {"tags": "array:;"},
+                                      "skips": ["c_time"]}}, "e.yml")
+    assert mapped.compare(tmp_path, "g1", (es2,)).moved["e.yml"] == [
+        "objFields {'tags': 'array:;'} (was {})", "skips ['c_time'] (was [])"]
