@@ -64,26 +64,34 @@ def _infinities(dbapi_conn) -> None:
     """Read PostgreSQL's ``infinity``/``-infinity`` dates and timestamps (zero dates are written as
     ``-infinity``, docs/rdb.md) as the least and greatest Python values instead of failing the read
     ("timestamp too small"): ``sluice verify`` and ``repair`` compare such rows
-    (:mod:`sluice_common.normalize` reads them as zero dates)."""
+    (:mod:`sluice_common.normalize` reads them as zero dates). Every other value goes to the loader
+    the connection had (psycopg's C one: not a base class, so it is called, not extended)."""
     import datetime as dt
 
-    from psycopg.types.datetime import DateLoader, TimestampLoader, TimestamptzLoader
+    from psycopg.adapt import Loader
+    from psycopg.pq import Format
 
-    def loader(base, low, high):
-        class Loader(base):
+    adapters = dbapi_conn.adapters
+
+    def loader(name, low, high):
+        inner_cls = adapters.get_loader(adapters.types[name].oid, Format.TEXT)
+
+        class Infinities(Loader):
+            def __init__(self, oid, context=None):
+                super().__init__(oid, context)
+                self.inner = inner_cls(oid, context)
+
             def load(self, data):
-                if bytes(data) == b"-infinity":
-                    return low
-                if bytes(data) == b"infinity":
-                    return high
-                return super().load(data)
-        return Loader
+                if data[-1:] == b"y":  # 'infinity', '-infinity'
+                    return low if data[:1] == b"-" else high
+                return self.inner.load(data)
+        return Infinities
 
     utc = dt.UTC
-    dbapi_conn.adapters.register_loader("date", loader(DateLoader, dt.date.min, dt.date.max))
-    dbapi_conn.adapters.register_loader("timestamp", loader(TimestampLoader, dt.datetime.min, dt.datetime.max))
-    dbapi_conn.adapters.register_loader("timestamptz", loader(TimestamptzLoader, dt.datetime.min.replace(tzinfo=utc),
-                                                              dt.datetime.max.replace(tzinfo=utc)))
+    adapters.register_loader("date", loader("date", dt.date.min, dt.date.max))
+    adapters.register_loader("timestamp", loader("timestamp", dt.datetime.min, dt.datetime.max))
+    adapters.register_loader("timestamptz", loader("timestamptz", dt.datetime.min.replace(tzinfo=utc),
+                                                   dt.datetime.max.replace(tzinfo=utc)))
 
 
 def dispose_all() -> None:

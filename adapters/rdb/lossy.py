@@ -27,7 +27,7 @@ import math
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal, InvalidOperation, localcontext
 
 from sqlalchemy import types as sa
 from sqlalchemy.dialects import mysql as my
@@ -116,33 +116,55 @@ def _double(v: str) -> float | None:
 
 
 def _not_double(v: str) -> bool:
-    """The double nearest ``v`` reads back as another number (``9007199254740993``, a DECIMAL with
-    more than 15-17 significant digits); ``0.1`` reads back as ``0.1``."""
+    """The double nearest ``v`` is another number: an integer it does not hold exactly
+    (``9007199254740993``; ``-9223372036854775808`` it does), a decimal whose nearest double's
+    shortest text is another number (one of more than 15-17 significant digits; ``0.1`` reads back
+    as ``0.1``)."""
     x = _double(v)
-    return x is not None and _dec(repr(x)) != _dec(v)
+    if x is None:
+        return False
+    n = _integer(v)
+    if n is not None:
+        return x != n
+    return Decimal(repr(x)) != _dec(v)
 
 
 def _not_float32(v: str) -> bool:
-    """The 4-byte float nearest ``v`` is another number than ``v``'s double."""
+    """The 4-byte float nearest ``v`` is another number than ``v`` itself (as :func:`_not_double`
+    says of the double)."""
     x = _double(v)
-    if x is None or _not_double(v):
-        return x is not None
+    if x is None:
+        return False
+    if _not_double(v):
+        return True
     try:
         return _F32.unpack(_F32.pack(x))[0] != x
     except OverflowError:
         return True
 
 
+def _integer(v: str) -> int | None:
+    try:
+        return int(v)
+    except ValueError:
+        return None
+
+
 def _beyond_scale(v: str, scale: int) -> bool:
     d = _dec(v)
-    try:
-        return d is not None and d != d.quantize(Decimal(1).scaleb(-scale))
-    except InvalidOperation:  # more digits than any column of that scale holds: the target refuses it
+    if d is None or not d.is_finite():
         return False
+    with localcontext() as ctx:
+        ctx.prec = 200  # exact for any value a column holds; wider ones the target refuses itself
+        try:
+            return d != d.quantize(Decimal(1).scaleb(-scale))
+        except InvalidOperation:
+            return False
 
 
 def _dec(v: str) -> Decimal | None:
+    """``v`` as an exact Decimal (no context rounding), or None."""
     try:
-        return Decimal(v).normalize()
+        return Decimal(v)
     except (InvalidOperation, ValueError):
         return None

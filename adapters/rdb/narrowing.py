@@ -82,13 +82,14 @@ def _digits(args: str) -> tuple[int, int]:
 
 
 def alter_statement(family: str, table: tuple[str | None, str], column: str, new_type: str, nullable: bool) -> str:
-    """``ALTER TABLE`` that gives ``column`` ``new_type``, names quoted (MySQL's MODIFY restates NOT NULL)."""
+    """``ALTER TABLE`` that gives ``column`` ``new_type``, names quoted (MySQL's MODIFY restates NULL or
+    NOT NULL: a TIMESTAMP without NULL may be made NOT NULL and defaulted to now by the server)."""
     q = (lambda n: '"' + n.replace('"', '""') + '"') if family == "postgresql" else \
         (lambda n: "`" + n.replace("`", "``") + "`")
     name = ".".join(q(n) for n in table if n)
     if family == "postgresql":
         return f"ALTER TABLE {name} ALTER COLUMN {q(column)} TYPE {new_type}"
-    return f"ALTER TABLE {name} MODIFY {q(column)} {new_type}{'' if nullable else ' NOT NULL'}"
+    return f"ALTER TABLE {name} MODIFY {q(column)} {new_type}{' NULL' if nullable else ' NOT NULL'}"
 
 
 class Rounded(ValueError):

@@ -24,6 +24,7 @@ from adapters.rdb.narrowing import Rounded, alter_statement, guard, lost_digits,
 from adapters.rdb.schema import TableInfo
 from adapters.rdb.values import Converter, converter, needs_relaxed, suggest_type
 from sluice_common.errors import TargetError
+from sluice_common.mysqltypes import parse_type
 
 
 @dataclass
@@ -229,7 +230,11 @@ def _lossless(info: TableInfo, family: str, s: str, t: str, mysql_type: str | No
     if lost is None:
         return conv
     schema = info.schema or (database if family == "mysql" else None)
-    alter = alter_statement(family, (schema, info.name), t, suggest_type(family, mysql_type or ""), col.nullable)
+    new_type = suggest_type(family, mysql_type or "")
+    collation = getattr(col.type, "collation", None)
+    if collation and parse_type(mysql_type).base in ("char", "varchar", "text", "tinytext", "mediumtext", "longtext"):
+        new_type += f' COLLATE "{collation}"' if family == "postgresql" else f" COLLATE {collation}"  # kept
+    alter = alter_statement(family, (schema, info.name), t, new_type, col.nullable)
     label = f"{schema}.{info.name}" if schema else info.name
     kind = col.type.compile(dialect=_DIALECTS[family]()) if family in _DIALECTS else type(col.type).__name__
 
@@ -237,7 +242,7 @@ def _lossless(info: TableInfo, family: str, s: str, t: str, mysql_type: str | No
         if isinstance(v, str) and lost.changes(v):
             raise Rounded(f"value {v!r} of source column {s} of {source} ({mysql_type}) would be changed by target "
                           f"column {t} of {label} ({kind}): {lost.what}",
-                          hint=f"give it the source's kind: {alter} (restate its DEFAULT or ON UPDATE, if it has "
-                          "them), then sync again")
+                          hint=f"give it the source's kind: {alter} (restate its DEFAULT, ON UPDATE or comment, if "
+                          "it has them), then sync again")
         return conv(v) if conv is not None else v
     return check

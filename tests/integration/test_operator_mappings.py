@@ -275,14 +275,14 @@ def test_a_target_column_that_would_round_the_source_values_is_refused(tmp_path,
     assert f"value 2.50 of source column q of {d.db}.w (decimal(6,2)) has more fractional digits than target " \
            f"column q of {d.tdb}.w keeps (INTEGER, 0 fractional digits)" in proc.stdout, proc.stdout
     alter = proc.stdout.split("widen it: ", 1)[1].split(" (restate")[0]
-    assert alter == f"ALTER TABLE `{d.tdb}`.`w` MODIFY `q` DECIMAL(12,2)"
+    assert alter == f"ALTER TABLE `{d.tdb}`.`w` MODIFY `q` DECIMAL(12,2) NULL"
     d.target(alter)
     for column, what, fix in (("day", "its time of day would be dropped", "datetime"),
                               ("c", "a fixed-width column pads and strips trailing spaces", "varchar(10)")):
         proc = d.run("run")  # columns of another kind
         assert f"of source column {column} of {d.db}.w" in proc.stdout and what in proc.stdout, proc.stdout
         alter = proc.stdout.split("give it the source's kind: ", 1)[1].split(" (restate")[0]
-        assert alter == f"ALTER TABLE `{d.tdb}`.`w` MODIFY `{column}` {fix}"
+        assert alter == f"ALTER TABLE `{d.tdb}`.`w` MODIFY `{column}` {fix} NULL"
         d.target(alter)
     d.ok("run")
     assert d.rows("w") == d.source_rows("w") and d.rows("w")[1][1].microsecond == 999000

@@ -239,3 +239,43 @@ def test_verify_names_the_repair_and_repair_makes_the_planted_differences_equal(
         run_repair(cfg, load_group(cfg, g), spark, chunk=25, partitions=2)
     left = [r.as_dict() for r in verify(cfg, chunk=25, sample=1000) if not r.ok]
     assert [r["source"].split(".")[-1] for r in left] == ["nokey"], left
+
+
+def test_a_ci_text_key_into_postgresql_under_another_order_compares_equal(mariadb, postgres):
+    """A ``_ci`` text key (the source sorts ``a`` before ``B``) into a PostgreSQL column under ``C``
+    (``B`` first): the chunks' ranges are bounded in the target's own order, so equal tables compare
+    equal (a new user's probe: verify listed hundreds of equal rows as extra, and repair never
+    cleared them); a planted difference is still found."""
+    from adapters.base import Column, TablePair
+    from adapters.rdb.verify import compare_table
+    from pipeline.ops.verify_source import TableDiff
+    from sluice_common.chunksql import Side
+
+    db = f"opsv_ci_{uuid.uuid4().hex[:6]}"
+    keys = [f"{c}{i:03d}" for i, c in enumerate("aBcDe_-zZy" * 40)] + ["ß", "Ä", "é", "Z"]
+    with _conn(mariadb) as c, c.cursor() as cur:
+        cur.execute(f"CREATE DATABASE `{db}`")
+        cur.execute(f"CREATE TABLE `{db}`.t (k VARCHAR(20) COLLATE utf8mb4_general_ci PRIMARY KEY, v INT)")
+        cur.executemany(f"INSERT INTO `{db}`.t VALUES (%s, %s)", [(k, i) for i, k in enumerate(keys)])
+    pg = psycopg.connect(host=postgres["host"], port=postgres["port"], user=postgres["user"],
+                         password=postgres["password"], dbname=postgres["database"], autocommit=True)
+    try:
+        pg.execute(f'CREATE TABLE "{db}" (k varchar(20) COLLATE "C" PRIMARY KEY, v integer)')
+        with pg.cursor() as cur:
+            cur.executemany(f'INSERT INTO "{db}" VALUES (%s, %s)', [(k, i) for i, k in enumerate(keys)])
+        pair = TablePair(db, "t", None, db, [Column("k", "k", "varchar", "varchar(20)"),
+                                             Column("v", "v", "int", "int(11)")], 1)
+        with _conn(mariadb) as src:
+            diff = compare_table(Side(src, "mysql"), Side(pg, "postgresql"), pair,
+                                 TableDiff("m.yml", "rdb", f"{db}.t", db), chunk=10)
+            assert diff.chunks > 30 and (diff.missing, diff.extra, diff.changed) == ([], [], []), diff
+            pg.execute(f"UPDATE \"{db}\" SET v = -1 WHERE k = 'B001'")
+            pg.execute(f"DELETE FROM \"{db}\" WHERE k = 'a000'")
+            diff = compare_table(Side(src, "mysql"), Side(pg, "postgresql"), pair,
+                                 TableDiff("m.yml", "rdb", f"{db}.t", db), chunk=10)
+            assert (diff.missing, diff.extra, diff.changed) == ([("a000",)], [], [("B001",)]), diff
+    finally:
+        pg.execute(f'DROP TABLE IF EXISTS "{db}"')
+        pg.close()
+        with _conn(mariadb) as c, c.cursor() as cur:
+            cur.execute(f"DROP DATABASE IF EXISTS `{db}`")

@@ -34,7 +34,9 @@ def test_floats_that_would_be_rounded():
     assert loss("postgresql", pg.REAL(), "float") is None  # a FLOAT's values are 4-byte floats already
     assert _changes("mysql", my.FLOAT(), "bigint", "16777217", "16777216") == [True, False]
     assert _changes("postgresql", pg.DOUBLE_PRECISION(), "bigint", "9007199254740993", "9007199254740992",
-                    "-5") == [True, False, False]
+                    "-5", str(-2**63), str(2**63)) == [True, False, False, False, False]  # held exactly
+    assert _changes("postgresql", pg.DOUBLE_PRECISION(), "decimal(40,31)",
+                    "0.1000000000000000000000000000001") == [True]  # past a Decimal context's 28 digits
     assert _changes("mysql", my.DOUBLE(), "decimal(30,10)", "0.1", "12345678901234567890.1") == [False, True]
     assert loss("mysql", my.DOUBLE(), "double") is None and loss("mysql", my.DOUBLE(), "float") is None
 

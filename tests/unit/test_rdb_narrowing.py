@@ -45,6 +45,8 @@ def test_the_fix_widens_the_target_s_own_type_and_keeps_its_integer_digits():
     assert widened_type("mysql", my.BIGINT(unsigned=True), "decimal(10,2)") == "DECIMAL(22,2)"
     assert alter_statement("mysql", ("db", "t"), "d", "DATETIME(3)", False) == \
         "ALTER TABLE `db`.`t` MODIFY `d` DATETIME(3) NOT NULL"
+    assert alter_statement("mysql", ("db", "t"), "ts", "TIMESTAMP(3)", True) == \
+        "ALTER TABLE `db`.`t` MODIFY `ts` TIMESTAMP(3) NULL"  # else the server may make it NOT NULL DEFAULT now
     assert alter_statement("postgresql", (None, "T"), "CreatedAt", "timestamp(3)", True) == \
         'ALTER TABLE "T" ALTER COLUMN "CreatedAt" TYPE timestamp(3)'
 
