@@ -515,13 +515,13 @@ class ChunkApply:
         and every other mapped column), ``WHERE`` the key is the before-image's."""
         try:
             after = plan.image(change.data)
-            before = plan.image({**change.data, **change.old})
+            before = plan.key_values({**change.data, **change.old})  # the key only: nothing else is written
         except (ValueError, TypeError, OverflowError, UnicodeError):
             self.rows(plan, [change])  # raises the error naming the row and column
             raise
         sets = plan.set_columns(change)
         stmt = self.sql.update_row(plan.info, plan.key_tgt, tuple(plan.tgt[i] for i in sets))
-        args = tuple(after[i] for i in sets) + tuple(before[i] for i in plan.key_pos)
+        args = tuple(after[i] for i in sets) + before
         try:
             n = self.exec(stmt, args).rowcount
         except DBAPIError as e:

@@ -46,6 +46,8 @@ class Plan:
         self._fix = tuple((i, f) for i, f in enumerate(self.convs) if f is not None)
         self.index = {s: i for i, s in enumerate(self.src)}
         self.key_pos = tuple(self.index[s] for s in self.key_src)
+        self._key_get = _getter(self.key_src)
+        self._key_fix = tuple((j, self.convs[i]) for j, i in enumerate(self.key_pos) if self.convs[i] is not None)
 
     def rows(self, changes: list[Change]) -> list[tuple]:
         """Converted target values, one tuple per change, in ``src`` order."""
@@ -62,17 +64,18 @@ class Plan:
 
     def key_rows(self, changes: list[Change]) -> list[tuple]:
         """Converted key values, one tuple per change."""
-        get = _getter(self.key_src)
-        fix = tuple((j, self.convs[i]) for j, i in enumerate(self.key_pos) if self.convs[i] is not None)
-        if not fix:
+        if not self._key_fix:
+            get = self._key_get
             return [get(c.data) for c in changes]
-        out = []
-        for c in changes:
-            r = list(get(c.data))
-            for j, f in fix:
-                r[j] = f(r[j])
-            out.append(tuple(r))
-        return out
+        return [self.key_values(c.data) for c in changes]
+
+    def key_values(self, values: dict[str, str | None]) -> tuple:
+        """The converted key of any image (only the key's columns are converted: a before-image's
+        other values are not written, so no guard of theirs applies)."""
+        r = list(self._key_get(values))
+        for j, f in self._key_fix:
+            r[j] = f(r[j])
+        return tuple(r)
 
     def image(self, values: dict[str, str | None]) -> tuple:
         """One converted row from any image (e.g. the before-image of an UPDATE)."""
