@@ -241,11 +241,13 @@ def test_verify_names_the_repair_and_repair_makes_the_planted_differences_equal(
     assert [r["source"].split(".")[-1] for r in left] == ["nokey"], left
 
 
-def test_a_ci_text_key_into_postgresql_under_another_order_compares_equal(mariadb, postgres):
-    """A ``_ci`` text key (the source sorts ``a`` before ``B``) into a PostgreSQL column under ``C``
-    (``B`` first): the chunks' ranges are bounded in the target's own order, so equal tables compare
-    equal (a new user's probe: verify listed hundreds of equal rows as extra, and repair never
-    cleared them); a planted difference is still found."""
+@pytest.mark.parametrize("kind", ["postgresql", "mariadb"])
+def test_a_ci_text_key_under_another_order_on_the_target_compares_equal(kind, mariadb, mariadb_target, postgres):
+    """A ``_ci`` text key (the source sorts ``a`` before ``B``) into a column that sorts ``B`` first
+    (PostgreSQL ``C``; a MariaDB ``utf8mb4_bin``, which the key-collation check accepts as finer):
+    the chunks' ranges are bounded in the target's own order, so equal tables compare equal (a new
+    user's probe: verify listed hundreds of equal rows as extra, and repair never cleared them); a
+    planted difference is still found."""
     from adapters.base import Column, TablePair
     from adapters.rdb.verify import compare_table
     from pipeline.ops.verify_source import TableDiff
@@ -257,25 +259,38 @@ def test_a_ci_text_key_into_postgresql_under_another_order_compares_equal(mariad
         cur.execute(f"CREATE DATABASE `{db}`")
         cur.execute(f"CREATE TABLE `{db}`.t (k VARCHAR(20) COLLATE utf8mb4_general_ci PRIMARY KEY, v INT)")
         cur.executemany(f"INSERT INTO `{db}`.t VALUES (%s, %s)", [(k, i) for i, k in enumerate(keys)])
-    pg = psycopg.connect(host=postgres["host"], port=postgres["port"], user=postgres["user"],
-                         password=postgres["password"], dbname=postgres["database"], autocommit=True)
+    if kind == "postgresql":
+        tconn = psycopg.connect(host=postgres["host"], port=postgres["port"], user=postgres["user"],
+                                password=postgres["password"], dbname=postgres["database"], autocommit=True)
+        run, schema, table = tconn.execute, None, db
+        run(f'CREATE TABLE "{db}" (k varchar(20) COLLATE "C" PRIMARY KEY, v integer)')
+        q = '"' + db + '"'
+    else:
+        tconn = _conn(mariadb_target)
+        schema, table, q = db, "t", f"`{db}`.t"
+
+        def run(stmt):
+            with tconn.cursor() as cur:
+                cur.execute(stmt)
+        run(f"CREATE DATABASE `{db}`")
+        run(f"CREATE TABLE {q} (k VARCHAR(20) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin PRIMARY KEY, v INT)")
     try:
-        pg.execute(f'CREATE TABLE "{db}" (k varchar(20) COLLATE "C" PRIMARY KEY, v integer)')
-        with pg.cursor() as cur:
-            cur.executemany(f'INSERT INTO "{db}" VALUES (%s, %s)', [(k, i) for i, k in enumerate(keys)])
-        pair = TablePair(db, "t", None, db, [Column("k", "k", "varchar", "varchar(20)"),
-                                             Column("v", "v", "int", "int(11)")], 1)
+        for i, k in enumerate(keys):
+            run(f"INSERT INTO {q} VALUES ('{k}', {i})")
+        pair = TablePair(db, "t", schema, table, [Column("k", "k", "varchar", "varchar(20)"),
+                                                  Column("v", "v", "int", "int(11)")], 1)
         with _conn(mariadb) as src:
-            diff = compare_table(Side(src, "mysql"), Side(pg, "postgresql"), pair,
-                                 TableDiff("m.yml", "rdb", f"{db}.t", db), chunk=10)
+            def compare():
+                return compare_table(Side(src, "mysql"), Side(tconn, kind), pair,
+                                     TableDiff("m.yml", "rdb", f"{db}.t", table), chunk=10)
+            diff = compare()
             assert diff.chunks > 30 and (diff.missing, diff.extra, diff.changed) == ([], [], []), diff
-            pg.execute(f"UPDATE \"{db}\" SET v = -1 WHERE k = 'B001'")
-            pg.execute(f"DELETE FROM \"{db}\" WHERE k = 'a000'")
-            diff = compare_table(Side(src, "mysql"), Side(pg, "postgresql"), pair,
-                                 TableDiff("m.yml", "rdb", f"{db}.t", db), chunk=10)
+            run(f"UPDATE {q} SET v = -1 WHERE k = 'B001'")
+            run(f"DELETE FROM {q} WHERE k = 'a000'")
+            diff = compare()
             assert (diff.missing, diff.extra, diff.changed) == ([("a000",)], [], [("B001",)]), diff
     finally:
-        pg.execute(f'DROP TABLE IF EXISTS "{db}"')
-        pg.close()
+        run(f'DROP TABLE IF EXISTS "{db}"' if kind == "postgresql" else f"DROP DATABASE IF EXISTS `{db}`")
+        tconn.close()
         with _conn(mariadb) as c, c.cursor() as cur:
             cur.execute(f"DROP DATABASE IF EXISTS `{db}`")
