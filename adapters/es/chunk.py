@@ -237,9 +237,9 @@ class ChunkApplier:
             if a.doc_id in seen:  # one-to-many: the index would keep one of the rows, whichever came last
                 raise TargetError(f"{p.file}: esMapping.sql gives more than one row for document _id={a.doc_id} "
                                   f"(index {p.index}): a document holds one row, so all but one would be lost",
-                                  hint=f"make {p.file}'s SQL give one row per document: join a table on a key it has "
-                                  "once per main row, or make the _id name the joined row too (e.g. "
-                                  "concat(a.id, '_', b.id)), then sync again")
+                                  hint=f"make {p.file}'s SQL give one row per document: every join many-to-one, on "
+                                  "a key the joined table has once (to index the many side, make it the main table "
+                                  "and join the other to it), then sync again")
             seen.add(a.doc_id)
             page.append(a)
             if len(page) >= PAGE:

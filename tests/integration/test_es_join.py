@@ -222,24 +222,23 @@ def test_bulk_item_failure_raises_target_error(search, src, index, mariadb):
 def test_a_join_giving_several_rows_for_one_document_is_refused(search, src, index, mariadb):
     """A one-to-many join (every user of a role into the role's document): the index kept whichever
     row came last and the run said ok (a new user's probe); it is refused naming the mapping and the
-    document, and the fix (the joined row's key in the _id) indexes every row."""
-    text = ("esMapping:\n  _index: {index}\n  _id: _id\n  sql: \"select {id} as _id, b.role_name, a.name from "
-            "role b left join user a on a.role_id = b.id\"\n")
-    m = parse_mapping_text(text.format(index=index, id="b.id"), "roles.yml")
-    w = make_writer(target(search, mariadb, src.db), (m,))
+    document, and the fix (the many side as the main table) indexes every row."""
+    roles = parse_mapping_text(f"esMapping:\n  _index: {index}\n  _id: _id\n  sql: \"select b.id as _id, "
+                               "b.role_name, a.name from role b left join user a on a.role_id = b.id\"\n", "roles.yml")
+    w = make_writer(target(search, mariadb, src.db), (roles,))
     w.open()
     changes = [src.insert("role", id="1", role_name="admin"), src.insert("role", id="2", role_name="dev"),
                src.insert("user", id="1", name="a", role_id="1", c_time=None),
                src.insert("user", id="2", name="b", role_id="2", c_time=None),
                src.insert("user", id="3", name="c", role_id="1", c_time=None)]
     with pytest.raises(TargetError) as e:
-        apply(w, m, changes)
+        apply(w, roles, changes)
     assert "roles.yml: esMapping.sql gives more than one row for document _id=1" in str(e.value)
-    assert "concat(a.id, '_', b.id)" in e.value.hint
+    assert "every join many-to-one" in e.value.hint
     w.close()
-    m = parse_mapping_text(text.format(index=index, id="concat(b.id, '_', a.id)"), "roles.yml")  # the fix
+    m = user_mapping(index)  # the fix: a document per user, its role joined many-to-one
     w = make_writer(target(search, mariadb, src.db), (m,))
     w.open()
     apply(w, m, changes)
-    assert {k: v["name"] for k, v in search.docs(index).items()} == {"1_1": "a", "2_2": "b", "1_3": "c"}
+    assert search.docs(index) == expected_users(src) and len(search.docs(index)) == 3
     w.close()
