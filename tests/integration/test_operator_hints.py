@@ -66,6 +66,15 @@ def test_a_dropped_mirror_database_is_brought_back_as_the_fix_says(tmp_path, mar
     assert d.rows("t") == [(1, "a"), (2, "c")] and d.rows("u") == [(1, "x"), (2, "y")]
 
 
+def _sync_after(d, *stmts: str):
+    """Rows 1 and 2 applied; then ``stmts`` on the source, captured; the sync that meets them."""
+    d.source(f"INSERT INTO `{d.db}`.t VALUES (1, 'a'), (2, 'b')")
+    d.ok("run")
+    d.source(*stmts)
+    d.ok("capture", "--once")
+    return d.run("sync", "--group", "g1")
+
+
 def _follow_tables_fix(d, fix: str, password: str) -> None:
     """Run a missing-tables fix as given: the mysqldump pipe, then the repair it names."""
     dump = re.search(r"(mysqldump .*?) \(give each", fix).group(1)
@@ -144,13 +153,8 @@ def test_a_renamed_source_table_is_followed_as_the_fix_says(tmp_path, mariadb, m
     pointed at the new name, then `sluice repair`) leaves the target equal, the change made under the
     old name included (a new user's probe: no fix was given, and replaying the old name failed)."""
     d = make(tmp_path, mariadb, mariadb_target)
-    d.source(f"INSERT INTO `{d.db}`.t VALUES (1, 'a'), (2, 'b')")
-    d.ok("run")
-    d.source(f"UPDATE `{d.db}`.t SET b = 'z' WHERE id = 1", f"RENAME TABLE `{d.db}`.t TO `{d.db}`.t2",
-             f"INSERT INTO `{d.db}`.t2 VALUES (3, 'c')")
-    d.ok("capture", "--once")
-
-    refused = d.run("sync", "--group", "g1")
+    refused = _sync_after(d, f"UPDATE `{d.db}`.t SET b = 'z' WHERE id = 1", f"RENAME TABLE `{d.db}`.t TO `{d.db}`.t2",
+                          f"INSERT INTO `{d.db}`.t2 VALUES (3, 'c')")
     one_message(refused, exitcodes.CONFIG, f"source table {d.db}.t does not exist on",
                 "if it was renamed, set dbMapping.table to its new name")
     d.edit_mapping(table="t2")  # follow it: the new name, the sync, the repair it names
@@ -166,13 +170,9 @@ def test_a_source_column_renamed_under_targetcolumns_is_followed_as_the_fix_says
     for the change made under the old name, and after it the target equals the source."""
     d = make(tmp_path, mariadb, mariadb_target)
     d.edit_mapping(mapAll=None, targetColumns={"id": "id", "b": "b"})
-    d.source(f"INSERT INTO `{d.db}`.t VALUES (1, 'a'), (2, 'b')")
-    d.ok("run")
-    d.source(f"UPDATE `{d.db}`.t SET b = 'z' WHERE id = 1", f"ALTER TABLE `{d.db}`.t RENAME COLUMN b TO b2",
-             f"UPDATE `{d.db}`.t SET b2 = 'y' WHERE id = 2")
-    d.ok("capture", "--once")
-
-    refused = d.run("sync", "--group", "g1")
+    refused = _sync_after(d, f"UPDATE `{d.db}`.t SET b = 'z' WHERE id = 1",
+                          f"ALTER TABLE `{d.db}`.t RENAME COLUMN b TO b2",
+                          f"UPDATE `{d.db}`.t SET b2 = 'y' WHERE id = 2")
     one_message(refused, exitcodes.CONFIG, "column 'b' is not in the source table t (columns: id, b2)",
                 "set `b: <its new name>` under dbMapping.targetColumns")
     d.edit_mapping(targetColumns={"id": "id", "b": "b2"})  # follow it
