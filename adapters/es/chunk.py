@@ -24,6 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from adapters.base import ApplyStats, Change
 from adapters.es import bulk, requery
 from adapters.es.bulk import Action
@@ -227,20 +229,22 @@ class ChunkApplier:
         cols = [(other_alias, other_col) for _, other_alias, other_col in j.keys]
         self._index_query(cols, keys, f"re-querying {self.plan.file} for changes of {j.table} ({j.alias})")
 
-    def _index_query(self, cols: list[tuple[str, str]], keys: list[tuple] | None, what: str) -> set[str]:
+    def _index_query(self, cols: list[tuple[str, str]], keys: list[tuple] | None, what: str) -> dict[str, int]:
         p = self.plan
-        seen: set[str] = set()
-        page: list[Action] = []
+        seen: dict[str, int] = {}  # _id -> a digest of its document (the same row met twice, e.g. by
+        page: list[Action] = []    # two keys one _ci key equates, in two IN batches: the same document)
         rows = requery.requery(self._source(), self._database(), p.sql, cols, keys, what)
         for names, codes, row in rows:
             a = self._db_doc(names, codes, row)
-            if a.doc_id in seen:  # one-to-many: the index would keep one of the rows, whichever came last
+            digest = hash((orjson.dumps(a.body, option=orjson.OPT_SORT_KEYS, default=str), a.routing))
+            if a.doc_id in seen and seen[a.doc_id] != digest:
+                # one-to-many: the index would keep one of the rows, whichever came last
                 raise TargetError(f"{p.file}: esMapping.sql gives more than one row for document _id={a.doc_id} "
                                   f"(index {p.index}): a document holds one row, so all but one would be lost",
                                   hint=f"make {p.file}'s SQL give one row per document: every join many-to-one, on "
                                   "a key the joined table has once (to index the many side, make it the main table "
                                   "and join the other to it), then sync again")
-            seen.add(a.doc_id)
+            seen[a.doc_id] = digest
             page.append(a)
             if len(page) >= PAGE:
                 bulk.send(self.target, page)

@@ -116,6 +116,8 @@ def compare_table(src: Side, tgt: Side, pair: TablePair, diff: Any, chunk: int =
     missing: dict[tuple, tuple] = {}
     extra: dict[tuple, tuple] = {}
     changed: list[tuple] = []
+    compared: set[tuple] = set()   # keys met on both sides in a chunk
+    raw: dict[tuple, tuple] = {}   # a missing or extra key as its side read it (for the lookups below)
 
     def note_change(k: tuple, a: tuple, b: tuple) -> None:
         changed.append(k)
@@ -124,32 +126,51 @@ def compare_table(src: Side, tgt: Side, pair: TablePair, diff: Any, chunk: int =
     for (lo, hi), (tlo, thi) in zip(ranges, tranges, strict=True):
         swhere, sparams = range_clause(src, skeys, lo, hi)
         twhere, tparams = range_clause(tgt, tkeys, tlo, thi)
-        srows = trows = None
         if same_sql:
             a = src.rows(checksum_sql(src, st, scols, swhere), sparams)[0]
             b = tgt.rows(checksum_sql(tgt, tt, tcols, twhere), tparams)[0]
             if tuple(a) == tuple(b):
                 continue
-        srows = _keyed(src.rows(f"SELECT {select_list(src, scols, floats)} FROM {st} WHERE {swhere}", sparams), funcs,
-                       pair.nkey)
-        trows = _keyed(tgt.rows(f"SELECT {select_list(tgt, tcols, floats)} FROM {tt} WHERE {twhere}", tparams), funcs,
-                       pair.nkey)
+        srows, sraw = _keyed(src.rows(f"SELECT {select_list(src, scols, floats)} FROM {st} WHERE {swhere}", sparams),
+                             funcs, pair.nkey)
+        trows, traw = _keyed(tgt.rows(f"SELECT {select_list(tgt, tcols, floats)} FROM {tt} WHERE {twhere}", tparams),
+                             funcs, pair.nkey)
         if srows == trows:
             continue
         diff.differing_chunks += 1
         for k, h in srows.items():
             other = trows.get(k)
             if other is None:
-                missing[k] = h
-            elif other != h:
+                missing[k], raw[k] = h, sraw[k]
+                continue
+            compared.add(k)
+            if other != h:
                 note_change(k, h, other)
         for k, h in trows.items():
             if k not in srows:
                 extra[k] = h
+                raw.setdefault(k, traw[k])
     for k in [k for k in missing if k in extra]:  # a key another collation put into another chunk
         a, b = missing.pop(k), extra.pop(k)
+        compared.add(k)
         if a != b:
             note_change(k, a, b)
+    # what is left may be a key the two sides' ranges did not meet in one chunk (bounds in an order
+    # the target does not share: other key types, a fallback): asked of the other side by key
+    for k in [k for k in extra if k in compared]:  # a target row that ranges overlapping took twice
+        del extra[k]
+    for k in list(extra):
+        found = _point(src, st, skeys, scols, floats, funcs, raw[k])
+        if found is not None:
+            b = extra.pop(k)
+            if found != b:
+                note_change(k, found, b)
+    for k in list(missing):
+        found = _point(tgt, tt, tkeys, tcols, floats, funcs, raw[k])
+        if found is not None:
+            a = missing.pop(k)
+            if found != a:
+                note_change(k, a, found)
     diff.missing, diff.extra, diff.changed = sorted(missing, key=repr), sorted(extra, key=repr), changed
     diff.seconds = time.monotonic() - t0
     return diff
@@ -185,9 +206,10 @@ def in_target_order(tgt: Side, bounds: list[tuple], schema: str | None, table: s
     return [bounds[r[0]] for r in rows]
 
 
-#: bounds sorted by a MySQL/MariaDB target in one statement at most (a table of 20M rows in chunks of
-#: 1000; a larger one keeps the source's order)
-MAX_SORTED = 20000
+#: the largest statement that sorts bounds on a MySQL/MariaDB target (bytes, well under the 4 MB
+#: ``max_allowed_packet`` of MySQL 5.7; more bounds keep the source's order, and the keys its ranges
+#: do not meet in one chunk are looked up by key)
+MAX_SORT_BYTES = 1 << 20
 
 
 def mysql_target_order(src: Side, tgt: Side, bounds: list[tuple], pair: TablePair, skeys: list[str],
@@ -196,19 +218,20 @@ def mysql_target_order(src: Side, tgt: Side, bounds: list[tuple], pair: TablePai
     when one of them is not the source column's (``_bin`` under ``_ci``, which the key-collation
     check accepts as finer); else, the same order, the source's. Its chunks then hold other rows
     than the source's and are read row by row, paired up by key at the end."""
-    if not 2 <= len(bounds) <= MAX_SORTED or not any(isinstance(v, str) for v in bounds[0]):
+    if len(bounds) < 2 or not any(isinstance(v, str) for v in bounds[0]):
         return bounds
     sql = ("SELECT COLUMN_NAME, CHARACTER_SET_NAME, COLLATION_NAME FROM information_schema.COLUMNS WHERE "
            "TABLE_SCHEMA = {db} AND TABLE_NAME = %s")
-    theirs = {r[0]: (r[1], r[2]) for r in src.rows(sql.format(db="%s"), [pair.source_db, pair.source_table])}
+    theirs = {r[0].casefold(): (r[1], r[2]) for r in src.rows(sql.format(db="%s"), [pair.source_db, pair.source_table])}
     db = "%s" if pair.target_schema else "DATABASE()"
-    ours = {r[0]: (r[1], r[2]) for r in tgt.rows(sql.format(db=db), [x for x in (pair.target_schema,
-                                                                                pair.target_table) if x])}
-    if all(theirs.get(s, (None, None))[1] == ours.get(t, (None, None))[1] for s, t in zip(skeys, tkeys, strict=True)):
+    ours = {r[0].casefold(): (r[1], r[2]) for r in tgt.rows(sql.format(db=db), [x for x in (pair.target_schema,
+                                                                                          pair.target_table) if x])}
+    if all(theirs.get(s.casefold(), (None, None))[1] == ours.get(t.casefold(), (None, None))[1]
+           for s, t in zip(skeys, tkeys, strict=True)):
         return bounds
     exprs = []
     for j, t in enumerate(tkeys):
-        charset, collation = ours.get(t, (None, None))
+        charset, collation = ours.get(t.casefold(), (None, None))
         if all(isinstance(b[j], str) for b in bounds) and charset and collation and \
                 charset.isidentifier() and collation.isidentifier():
             exprs.append(f"CAST(%s AS CHAR CHARACTER SET {charset}) COLLATE {collation} AS c{j}")
@@ -217,14 +240,28 @@ def mysql_target_order(src: Side, tgt: Side, bounds: list[tuple], pair: TablePai
         else:
             return bounds
     rows = " UNION ALL ".join(f"SELECT {i} AS i, " + ", ".join(exprs) for i in range(len(bounds)))
+    if len(rows) + sum(len(str(v)) * 4 + 4 for b in bounds for v in b) > MAX_SORT_BYTES:
+        return bounds
     order = ", ".join(f"c{j}" for j in range(len(tkeys)))
     got = tgt.rows(f"SELECT i FROM ({rows}) AS v ORDER BY {order}", [v for b in bounds for v in b])
     return [bounds[r[0]] for r in got]
 
 
-def _keyed(rows: list, funcs: list, nkey: int) -> dict[tuple, tuple]:
-    out = {}
+def _keyed(rows: list, funcs: list, nkey: int) -> tuple[dict[tuple, tuple], dict[tuple, tuple]]:
+    """``(normalized key -> normalized row, normalized key -> the key as read)``."""
+    out, raw = {}, {}
     for r in rows:
         n = normalize_row(tuple(r), funcs)
         out[n[:nkey]] = n
-    return out
+        raw[n[:nkey]] = tuple(r[:nkey])
+    return out, raw
+
+
+def _point(side: Side, table: str, keys: list[str], cols: list[str], floats: list[bool], funcs: list,
+           key: tuple) -> tuple | None:
+    """The normalized row of ``table`` whose key is ``key`` (as the other side read it), or None."""
+    if any(v is None for v in key):
+        return None
+    where = " AND ".join(f"{side.q(k)} = {side.ph}" for k in keys)
+    rows = side.rows(f"SELECT {select_list(side, cols, floats)} FROM {table} WHERE {where}", list(key))
+    return normalize_row(tuple(rows[0]), funcs) if len(rows) == 1 else None
