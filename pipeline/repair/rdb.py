@@ -120,25 +120,43 @@ class RdbChunks:
         swhere, sparams = range_clause(self.src, self.skeys, lo, hi)
         twhere, tparams = range_clause(tgt, self.tkeys, lo, hi)
         try:
-            got = self._keyed(tgt.rows(f"SELECT {self._tgt_sel(tgt)} FROM {self.tt} WHERE {twhere}", tparams))
-            src = self._keyed(self.src.rows(f"SELECT {self._src_sel()} FROM {self.st} WHERE {swhere}", sparams))
+            trows = tgt.rows(f"SELECT {self._tgt_sel(tgt)} FROM {self.tt} WHERE {twhere}", tparams)
+            srows = self.src.rows(f"SELECT {self._src_sel()} FROM {self.st} WHERE {swhere}", sparams)
+            (got, graw), (src, sraw) = self._keyed_raw(trows), self._keyed_raw(srows)
+            out = ChunkCounts(keys=[])
+            for k, row in src.items():
+                other = got.get(k)
+                if other is None:  # in another of the target's ranges (another collation's order)?
+                    other = self._lookup(tgt, self.tt, self.tkeys, self._tgt_sel(tgt), sraw[k])
+                    if other is None:
+                        out.missing += 1
+                        out.keys.append(k)
+                        continue
+                if other != row:
+                    out.changed += 1
+                    out.keys.append(k)
+            for k in got:
+                if k not in src and self._lookup(self.src, self.st, self.skeys, self._src_sel(),
+                                                 graw[k]) is None:
+                    out.extra += 1
+                    out.keys.append(k)
         finally:
             _end_read(tgt.conn)
-        out = ChunkCounts(keys=[])
-        for k, row in src.items():
-            other = got.get(k)
-            if other is None:
-                out.missing += 1
-            elif other != row:
-                out.changed += 1
-            else:
-                continue
-            out.keys.append(k)
-        for k in got:
-            if k not in src:
-                out.extra += 1
-                out.keys.append(k)
         return out
+
+    def _keyed_raw(self, rows: list) -> tuple[dict[tuple, tuple], dict[tuple, tuple]]:
+        """:meth:`_keyed`, and each normalized key as the rows hold it."""
+        out, raw = {}, {}
+        for r in rows:
+            n = normalize_row(tuple(r), self.funcs)
+            out[n[: self.nkey]], raw[n[: self.nkey]] = n, tuple(r[: self.nkey])
+        return out, raw
+
+    def _lookup(self, side: Side, table: str, keys: list[str], sel: str, key: tuple) -> tuple | None:
+        """The normalized row of ``table`` whose key is ``key`` (as the other side read it), or None."""
+        where = " AND ".join(f"{side.q(c)} = {side.ph}" for c in keys)
+        rows = side.rows(f"SELECT {sel} FROM {table} WHERE {where}", list(key))
+        return normalize_row(tuple(rows[0]), self.funcs) if len(rows) == 1 else None
 
     # -- locked repair ------------------------------------------------------------------------
     def repair(self, snap: Any, writer: Any, mapping: Any, lo: tuple | None, hi: tuple | None) -> ChunkCounts:
@@ -162,8 +180,14 @@ class RdbChunks:
         out = ChunkCounts(keys=[])
         write_idx: list[int] = []
         changed: list[tuple] = []
-        for k, (i, n, _) in src.items():
+        where = " AND ".join(f"{self.tgt.q(c)} = {self.tgt.ph}" for c in self.tkeys)
+        for k, (i, n, r) in src.items():
             other = got.get(k)
+            if other is None:  # in another of the target's ranges (another collation's order)?
+                key = self._src_key(r)
+                found = writer.exec(f"SELECT {tsel} FROM {self.tt} WHERE {where}", tuple(key)).fetchall()
+                if len(found) == 1:
+                    other, raw_keys[k] = normalize_row(tuple(found[0]), self.funcs), tuple(found[0][: self.nkey])
             if other is None:
                 out.missing += 1
             elif other != n:

@@ -286,3 +286,24 @@ def test_a_target_column_that_would_round_the_source_values_is_refused(tmp_path,
         d.target(alter)
     d.ok("run")
     assert d.rows("w") == d.source_rows("w") and d.rows("w")[1][1].microsecond == 999000
+
+
+def test_repair_of_a_ci_key_under_a_bin_target_key_finds_nothing_to_do(tmp_path, mariadb, mariadb_target):
+    """A ``_ci`` text key into a ``utf8mb4_bin`` target key (finer: accepted): the target sorts
+    ``B`` before ``a``, so the source's chunk bounds cut its rows otherwise. Equal tables are equal
+    to ``sluice verify`` and to ``sluice repair --dry-run`` (a new user's probe, on PostgreSQL:
+    the dry run reported rows as missing and extra, and a repair rewrote them every time), and a
+    repair writes nothing."""
+    d = make(tmp_path, mariadb, mariadb_target)
+    keys = [f"{c}{i:03d}" for i, c in enumerate("aBcDe_-zZy" * 20)]
+    d.source(f"CREATE TABLE `{d.db}`.k (k VARCHAR(20) COLLATE utf8mb4_general_ci PRIMARY KEY, v INT)",
+             f"INSERT INTO `{d.db}`.k VALUES " + ", ".join(f"('{k}', {i})" for i, k in enumerate(keys)))
+    d.target(f"CREATE TABLE `{d.tdb}`.k (k VARCHAR(20) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin PRIMARY KEY, "
+             "v INT)", f"INSERT INTO `{d.tdb}`.k VALUES " + ", ".join(f"('{k}', {i})" for i, k in enumerate(keys)))
+    d.add_mapping("k.yml", t_mapping(d.db, table="k", target="k", targetPk={"k": "k"}))
+    assert d.run("verify", "--mapping", "k.yml", "--chunk-size", "10").returncode == 0
+    dry = d.run("repair", "--group", "g1", "--table", f"{d.db}.k", "--dry-run", "--chunk-size", "10")
+    assert dry.returncode == 0, dry.stdout + dry.stderr
+    done = d.ok("repair", "--group", "g1", "--table", f"{d.db}.k", "--chunk-size", "10", "--json")
+    assert '"upserted": 0' in done.stdout and '"deleted": 0' in done.stdout, done.stdout
+    assert sorted(d.rows("k")) == sorted(d.source_rows("k"))
