@@ -301,7 +301,7 @@ def test_repair_of_a_ci_key_under_a_bin_target_key_finds_nothing_to_do(tmp_path,
     d.target(f"CREATE TABLE `{d.tdb}`.k (k VARCHAR(20) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin PRIMARY KEY, "
              "v INT)", f"INSERT INTO `{d.tdb}`.k VALUES " + ", ".join(f"('{k}', {i})" for i, k in enumerate(keys)))
     d.add_mapping("k.yml", t_mapping(d.db, table="k", target="k", targetPk={"k": "k"}))
-    assert d.run("verify", "--mapping", "k.yml", "--chunk-size", "10").returncode == 0
+    assert d.run("verify", "--mapping", "mappings/k.yml", "--chunk-size", "10").returncode == 0
     dry = d.run("repair", "--group", "g1", "--table", f"{d.db}.k", "--dry-run", "--chunk-size", "10")
     assert dry.returncode == 0, dry.stdout + dry.stderr
     done = d.ok("repair", "--group", "g1", "--table", f"{d.db}.k", "--chunk-size", "10", "--json")
