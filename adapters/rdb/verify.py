@@ -159,18 +159,14 @@ def compare_table(src: Side, tgt: Side, pair: TablePair, diff: Any, chunk: int =
     # the target does not share: other key types, a fallback): asked of the other side by key
     for k in [k for k in extra if k in compared]:  # a target row that ranges overlapping took twice
         del extra[k]
-    for k in list(extra):
-        found = _point(src, st, skeys, scols, floats, funcs, raw[k])
-        if found is not None:
-            b = extra.pop(k)
-            if found != b:
-                note_change(k, found, b)
-    for k in list(missing):
-        found = _point(tgt, tt, tkeys, tcols, floats, funcs, raw[k])
-        if found is not None:
-            a = missing.pop(k)
-            if found != a:
-                note_change(k, a, found)
+    for left, side, table, keys, cols, ours in ((extra, src, st, skeys, scols, False),
+                                                (missing, tgt, tt, tkeys, tcols, True)):
+        for k in list(left):
+            found = _point(side, table, keys, cols, floats, funcs, raw[k])
+            if found is not None:
+                a, b = (left.pop(k), found) if ours else (found, left.pop(k))  # (source's, target's)
+                if a != b:
+                    note_change(k, a, b)
     diff.missing, diff.extra, diff.changed = sorted(missing, key=repr), sorted(extra, key=repr), changed
     diff.seconds = time.monotonic() - t0
     return diff
