@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from sluice_common.mysqltypes import quote_ident
+from sluice_common.normalize import normalize_row
 
 
 class Side:
@@ -92,3 +93,23 @@ def select_list(side: Side, cols: list[str], floats: list[bool] | None = None) -
     mysql = side.dialect in ("mysql", "mariadb")
     return ", ".join(f"CAST({side.q(c)} AS DOUBLE)" if mysql and floats and floats[i] else side.q(c)
                      for i, c in enumerate(cols))
+
+
+def keyed(rows: list, funcs: list, nkey: int) -> tuple[dict[tuple, tuple], dict[tuple, tuple]]:
+    """``(normalized key -> normalized row, normalized key -> the key as read)`` of ``rows``
+    (:func:`sluice_common.normalize.normalize_row` with ``funcs``; the key is the first ``nkey``)."""
+    out, raw = {}, {}
+    for r in rows:
+        n = normalize_row(tuple(r), funcs)
+        out[n[:nkey]], raw[n[:nkey]] = n, tuple(r[:nkey])
+    return out, raw
+
+
+def point_row(side: Side, table: str, keys: list[str], select: str, funcs: list, key: tuple) -> tuple | None:
+    """The normalized row of ``table`` whose key is ``key`` (as the other side read it: a key another
+    collation sorted into another chunk), or None."""
+    if any(v is None for v in key):
+        return None
+    where = " AND ".join(f"{side.q(k)} = {side.ph}" for k in keys)
+    rows = side.rows(f"SELECT {select} FROM {table} WHERE {where}", list(key))
+    return normalize_row(tuple(rows[0]), funcs) if len(rows) == 1 else None

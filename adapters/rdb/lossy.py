@@ -45,6 +45,7 @@ class Loss:
 
     changes: Callable[[str], bool]   # True: the column would not hold this (non-NULL) text as it is
     what: str                        # what would be lost, for the refusal
+    text: bool = False               # a text column (its collation goes with the fix's type)
 
 
 def loss(family: str, target: sa.TypeEngine, mysql_type: str | None) -> Loss | None:
@@ -58,7 +59,7 @@ def loss(family: str, target: sa.TypeEngine, mysql_type: str | None) -> Loss | N
         return Loss(_duplicate_keys, "the column keeps the last of an object's duplicate keys, where the source's "
                     "JSON functions read the first")
     if base in _TEXT and isinstance(target, sa.CHAR):
-        return Loss(lambda v: v.endswith(" "), "a fixed-width column pads and strips trailing spaces")
+        return Loss(lambda v: v.endswith(" "), "a fixed-width column pads and strips trailing spaces", text=True)
     if _is_float32(target):
         if base == "double" or base in INTEGER_BYTES or base in ("decimal", "numeric"):
             return Loss(_not_float32, "it would be rounded to a 4-byte float")

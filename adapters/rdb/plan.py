@@ -24,7 +24,6 @@ from adapters.rdb.narrowing import Rounded, alter_statement, guard, lost_digits,
 from adapters.rdb.schema import TableInfo
 from adapters.rdb.values import Converter, converter, needs_relaxed, suggest_type
 from sluice_common.errors import TargetError
-from sluice_common.mysqltypes import parse_type
 
 
 @dataclass
@@ -204,12 +203,12 @@ def _guarded(route: RdbTable, info: TableInfo, family: str, s: str, t: str, mysq
     """``conv``, guarded when target column ``t`` keeps fewer fractional digits than source column
     ``s`` (:mod:`adapters.rdb.narrowing`)."""
     col = info.columns[t]
+    schema = info.schema or (database if family == "mysql" else None)
+    label = f"{schema}.{info.name}" if schema else info.name
     lost = lost_digits(family, col.type, mysql_type)
     if lost is None:
-        return _lossless(info, family, s, t, mysql_type, conv, source, database)
-    schema = info.schema or (database if family == "mysql" else None)
+        return _lossless(info, family, s, t, mysql_type, conv, source, schema, label)
     alter = alter_statement(family, (schema, info.name), t, widened_type(family, col.type, mysql_type), col.nullable)
-    label = f"{schema}.{info.name}" if schema else info.name
     kept = f"{type(col.type).__name__.upper()}, {lost[1]} fractional digits"
 
     def refuse(value: str) -> Rounded:
@@ -225,20 +224,18 @@ _DIALECTS = {"mysql": _my.dialect, "postgresql": _pg.dialect}
 
 
 def _lossless(info: TableInfo, family: str, s: str, t: str, mysql_type: str | None, conv: Converter | None,
-              source: str, database: str | None) -> Converter | None:
+              source: str, schema: str | None, label: str) -> Converter | None:
     """``conv``, guarded when target column ``t`` is of a kind that changes some values of source
     column ``s`` (:mod:`adapters.rdb.lossy`)."""
     col = info.columns[t]
     lost = loss(family, col.type, mysql_type)
     if lost is None:
         return conv
-    schema = info.schema or (database if family == "mysql" else None)
     new_type = suggest_type(family, mysql_type or "")
     collation = getattr(col.type, "collation", None)
-    if collation and parse_type(mysql_type).base in ("char", "varchar", "text", "tinytext", "mediumtext", "longtext"):
-        new_type += f' COLLATE "{collation}"' if family == "postgresql" else f" COLLATE {collation}"  # kept
+    if collation and lost.text:  # the column's collation kept (MODIFY would take the table's)
+        new_type += f' COLLATE "{collation}"' if family == "postgresql" else f" COLLATE {collation}"
     alter = alter_statement(family, (schema, info.name), t, new_type, col.nullable)
-    label = f"{schema}.{info.name}" if schema else info.name
     kind = col.type.compile(dialect=_DIALECTS[family]()) if family in _DIALECTS else type(col.type).__name__
 
     def check(v: Any) -> Any:

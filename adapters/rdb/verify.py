@@ -36,7 +36,7 @@ from adapters.base import TablePair, Verifier
 from adapters.rdb.client import engine_for
 from adapters.rdb.config import RdbTarget
 from adapters.rdb.dialects import dialect_of
-from sluice_common.chunksql import Side, boundaries, checksum_sql, range_clause, select_list
+from sluice_common.chunksql import Side, boundaries, checksum_sql, keyed, point_row, range_clause, select_list
 from sluice_common.normalize import normalize_row, normalizer
 
 
@@ -131,9 +131,9 @@ def compare_table(src: Side, tgt: Side, pair: TablePair, diff: Any, chunk: int =
             b = tgt.rows(checksum_sql(tgt, tt, tcols, twhere), tparams)[0]
             if tuple(a) == tuple(b):
                 continue
-        srows, sraw = _keyed(src.rows(f"SELECT {select_list(src, scols, floats)} FROM {st} WHERE {swhere}", sparams),
+        srows, sraw = keyed(src.rows(f"SELECT {select_list(src, scols, floats)} FROM {st} WHERE {swhere}", sparams),
                              funcs, pair.nkey)
-        trows, traw = _keyed(tgt.rows(f"SELECT {select_list(tgt, tcols, floats)} FROM {tt} WHERE {twhere}", tparams),
+        trows, traw = keyed(tgt.rows(f"SELECT {select_list(tgt, tcols, floats)} FROM {tt} WHERE {twhere}", tparams),
                              funcs, pair.nkey)
         if srows == trows:
             continue
@@ -162,7 +162,7 @@ def compare_table(src: Side, tgt: Side, pair: TablePair, diff: Any, chunk: int =
     for left, side, table, keys, cols, ours in ((extra, src, st, skeys, scols, False),
                                                 (missing, tgt, tt, tkeys, tcols, True)):
         for k in list(left):
-            found = _point(side, table, keys, cols, floats, funcs, raw[k])
+            found = point_row(side, table, keys, select_list(side, cols, floats), funcs, raw[k])
             if found is not None:
                 a, b = (left.pop(k), found) if ours else (found, left.pop(k))  # (source's, target's)
                 if a != b:
@@ -241,23 +241,3 @@ def mysql_target_order(src: Side, tgt: Side, bounds: list[tuple], pair: TablePai
     order = ", ".join(f"c{j}" for j in range(len(tkeys)))
     got = tgt.rows(f"SELECT i FROM ({rows}) AS v ORDER BY {order}", [v for b in bounds for v in b])
     return [bounds[r[0]] for r in got]
-
-
-def _keyed(rows: list, funcs: list, nkey: int) -> tuple[dict[tuple, tuple], dict[tuple, tuple]]:
-    """``(normalized key -> normalized row, normalized key -> the key as read)``."""
-    out, raw = {}, {}
-    for r in rows:
-        n = normalize_row(tuple(r), funcs)
-        out[n[:nkey]] = n
-        raw[n[:nkey]] = tuple(r[:nkey])
-    return out, raw
-
-
-def _point(side: Side, table: str, keys: list[str], cols: list[str], floats: list[bool], funcs: list,
-           key: tuple) -> tuple | None:
-    """The normalized row of ``table`` whose key is ``key`` (as the other side read it), or None."""
-    if any(v is None for v in key):
-        return None
-    where = " AND ".join(f"{side.q(k)} = {side.ph}" for k in keys)
-    rows = side.rows(f"SELECT {select_list(side, cols, floats)} FROM {table} WHERE {where}", list(key))
-    return normalize_row(tuple(rows[0]), funcs) if len(rows) == 1 else None

@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 from adapters.base import TablePair
 from adapters.registry import capabilities, make_verifier
-from pipeline.job.reload import connect_source, keyless_tables, tables_hint
+from pipeline.job.collations import connect_source
+from pipeline.job.reload import keyless_tables, tables_hint
 from pipeline.mapping import DbMapping
 from pipeline.source import catalog
 from pipeline.store.lastevent import last_event_ms

@@ -14,9 +14,9 @@ from __future__ import annotations
 import shlex
 from typing import TYPE_CHECKING, Any
 
+from pipeline.job.collations import connect_source
 from pipeline.mapping import DbMapping
 from pipeline.source import catalog
-from pipeline.source.connect import connect
 from sluice_common.mysqltypes import quote_ident
 
 if TYPE_CHECKING:
@@ -71,12 +71,6 @@ def keyless_tables(plan: GroupPlan, database: str, tables: tuple[str, ...]) -> t
             return tuple(t for t in tables if not any(c.key == "PRI" for c in catalog.columns(cur, database, t)))
     finally:
         conn.close()
-
-
-def connect_source(cfg: Any) -> Any:
-    """A source connection for the driver's reads here (SourceError naming the keys to fix)."""
-    return connect(cfg.source, hint=f"check source.host/port/user/password in {cfg.file} and that the server "
-                   "is running")
 
 
 def mirror_of(plan: GroupPlan, database: str, table: str) -> tuple[Any, str] | None:

@@ -26,7 +26,7 @@ from typing import Any
 from pipeline.config import Config
 from pipeline.state.runlog import RunLog
 from pipeline.store import AdminLog, BatchMeta, open_store
-from pipeline.store.lastevent import last_event_ms, last_record  # noqa: F401 - status reads them here
+from pipeline.store.lastevent import last_event_ms
 from sluice_common.errors import SluiceError
 
 

@@ -26,7 +26,7 @@ from sqlalchemy import inspect as sa_inspect
 
 from adapters.base import Change
 from pipeline.etl.values import row_decoder
-from sluice_common.chunksql import Side, checksum_sql, range_clause, select_list
+from sluice_common.chunksql import Side, checksum_sql, keyed, point_row, range_clause, select_list
 from sluice_common.mysqltypes import quote_ident as qi
 from sluice_common.normalize import normalize_row, normalizer
 
@@ -108,12 +108,7 @@ class RdbChunks:
         return select_list(side, self.tcols, self.floats)
 
     def _keyed(self, rows: list) -> dict[tuple, tuple]:
-        out = {}
-        for r in rows:
-            n = normalize_row(tuple(r), self.funcs)
-            out[n[: self.nkey]] = n
-        return out
-
+        return keyed(rows, self.funcs, self.nkey)[0]
     def diff(self, lo: tuple | None, hi: tuple | None) -> ChunkCounts:
         """What the chunk differs in now, unlocked (``--dry-run``)."""
         tgt = self._reader()
@@ -122,12 +117,12 @@ class RdbChunks:
         try:
             trows = tgt.rows(f"SELECT {self._tgt_sel(tgt)} FROM {self.tt} WHERE {twhere}", tparams)
             srows = self.src.rows(f"SELECT {self._src_sel()} FROM {self.st} WHERE {swhere}", sparams)
-            (got, graw), (src, sraw) = self._keyed_raw(trows), self._keyed_raw(srows)
+            (got, graw), (src, sraw) = keyed(trows, self.funcs, self.nkey), keyed(srows, self.funcs, self.nkey)
             out = ChunkCounts(keys=[])
             for k, row in src.items():
                 other = got.get(k)
                 if other is None:  # in another of the target's ranges (another collation's order)?
-                    other = self._lookup(tgt, self.tt, self.tkeys, self._tgt_sel(tgt), sraw[k])
+                    other = point_row(tgt, self.tt, self.tkeys, self._tgt_sel(tgt), self.funcs, sraw[k])
                     if other is None:
                         out.missing += 1
                         out.keys.append(k)
@@ -136,27 +131,13 @@ class RdbChunks:
                     out.changed += 1
                     out.keys.append(k)
             for k in got:
-                if k not in src and self._lookup(self.src, self.st, self.skeys, self._src_sel(),
-                                                 graw[k]) is None:
+                if k not in src and point_row(self.src, self.st, self.skeys, self._src_sel(), self.funcs,
+                                              graw[k]) is None:
                     out.extra += 1
                     out.keys.append(k)
         finally:
             _end_read(tgt.conn)
         return out
-
-    def _keyed_raw(self, rows: list) -> tuple[dict[tuple, tuple], dict[tuple, tuple]]:
-        """:meth:`_keyed`, and each normalized key as the rows hold it."""
-        out, raw = {}, {}
-        for r in rows:
-            n = normalize_row(tuple(r), self.funcs)
-            out[n[: self.nkey]], raw[n[: self.nkey]] = n, tuple(r[: self.nkey])
-        return out, raw
-
-    def _lookup(self, side: Side, table: str, keys: list[str], sel: str, key: tuple) -> tuple | None:
-        """The normalized row of ``table`` whose key is ``key`` (as the other side read it), or None."""
-        where = " AND ".join(f"{side.q(c)} = {side.ph}" for c in keys)
-        rows = side.rows(f"SELECT {sel} FROM {table} WHERE {where}", list(key))
-        return normalize_row(tuple(rows[0]), self.funcs) if len(rows) == 1 else None
 
     # -- locked repair ------------------------------------------------------------------------
     def repair(self, snap: Any, writer: Any, mapping: Any, lo: tuple | None, hi: tuple | None) -> ChunkCounts:
