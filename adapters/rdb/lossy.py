@@ -46,6 +46,9 @@ class Loss:
     changes: Callable[[str], bool]   # True: the column would not hold this (non-NULL) text as it is
     what: str                        # what would be lost, for the refusal
     text: bool = False               # a text column (its collation goes with the fix's type)
+    #: the type the fix gives the column, where the suggested type for the source's
+    #: (:func:`adapters.rdb.values.suggest_type`) would not do: is that type, or cannot be indexed
+    fix: str | None = None
 
 
 def loss(family: str, target: sa.TypeEngine, mysql_type: str | None) -> Loss | None:
@@ -57,9 +60,12 @@ def loss(family: str, target: sa.TypeEngine, mysql_type: str | None) -> Loss | N
         return Loss(_has_time, "its time of day would be dropped")
     if base == "json" and isinstance(target, (pg.JSONB, my.JSON)):
         return Loss(_duplicate_keys, "the column keeps the last of an object's duplicate keys, where the source's "
-                    "JSON functions read the first")
+                    "JSON functions read the first", fix="json" if family == "postgresql" else "longtext")
     if base in _TEXT and isinstance(target, sa.CHAR):
-        return Loss(lambda v: v.endswith(" "), "a fixed-width column pads and strips trailing spaces", text=True)
+        # a MySQL TEXT cannot be a key without a prefix length (error 1170); the values fit the CHAR's length
+        fix = f"varchar({target.length})" if family == "mysql" and base != "varchar" and target.length else None
+        return Loss(lambda v: v.endswith(" "), "a fixed-width column pads and strips trailing spaces", text=True,
+                    fix=fix)
     if _is_float32(target):
         if base == "double" or base in INTEGER_BYTES or base in ("decimal", "numeric"):
             return Loss(_not_float32, "it would be rounded to a 4-byte float")

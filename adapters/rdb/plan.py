@@ -231,7 +231,7 @@ def _lossless(info: TableInfo, family: str, s: str, t: str, mysql_type: str | No
     lost = loss(family, col.type, mysql_type)
     if lost is None:
         return conv
-    new_type = suggest_type(family, mysql_type or "")
+    new_type = lost.fix or suggest_type(family, mysql_type or "")
     collation = getattr(col.type, "collation", None)
     if collation and lost.text:  # the column's collation kept (MODIFY would take the table's)
         new_type += f' COLLATE "{collation}"' if family == "postgresql" else f" COLLATE {collation}"

@@ -192,6 +192,8 @@ def _mysql_type(data_type: str, column_type: str, ischema: dict) -> sa.TypeEngin
             return cls(fsp=int(args.group(1)))
         if args and data_type in ("decimal", "numeric"):  # the digits and the scale kept
             return cls(precision=int(args.group(1)), scale=int(args.group(2) or 0))
+        if args and data_type in ("char", "varchar", "binary", "varbinary"):  # the length kept
+            return cls(length=int(args.group(1)))
         return cls()
     except TypeError:
         return sa.NullType()

@@ -248,20 +248,20 @@ def test_a_column_renamed_with_changes_pending_names_the_rewrite(tmp_path, maria
 def test_a_target_column_that_would_round_the_source_values_is_refused(tmp_path, mariadb, mariadb_target):
     """A hand-made target column with fewer fractional digits (DATETIME for the source's DATETIME(3),
     DECIMAL(8,2) for DECIMAL(8,4), INT for DECIMAL(6,2)), or of another kind (DATE for DATETIME, CHAR
-    for VARCHAR), changed values quietly -- MariaDB does it in strict mode, and `sluice repair`
+    for VARCHAR, an indexed CHAR for TEXT: its fix is a VARCHAR, as a TEXT key is refused), changed values quietly -- MariaDB does it in strict mode, and `sluice repair`
     "repaired" into the same loss (new users' probes). Values the column holds unchanged still go
     through; any other stops the sync by name, nothing acked, with the ALTER TABLE that widens the
     column; followed, every value arrives exactly."""
     d = make(tmp_path, mariadb, mariadb_target)
     d.source(f"CREATE TABLE `{d.db}`.w (id INT PRIMARY KEY, d DATETIME(3) NOT NULL, m DECIMAL(8,4), "
-             "q DECIMAL(6,2), day DATETIME, c VARCHAR(10))")
+             "q DECIMAL(6,2), day DATETIME, c VARCHAR(10), t TEXT)")
     d.target(f"CREATE TABLE `{d.tdb}`.w (id INT PRIMARY KEY, d DATETIME NOT NULL, m DECIMAL(8,4), q INT, "
-             "day DATE, c CHAR(10))")
+             "day DATE, c CHAR(10), t CHAR(10), UNIQUE KEY (t))")
     d.add_mapping("w.yml", t_mapping(d.db, table="w", target="w"))
-    d.source(f"INSERT INTO `{d.db}`.w VALUES (1, '2026-11-29 10:00:00', 1.2345, 3, '2026-11-29', 'ab')")  # all fit
+    d.source(f"INSERT INTO `{d.db}`.w VALUES (1, '2026-11-29 10:00:00', 1.2345, 3, '2026-11-29', 'ab', 'a')")  # all fit
     d.ok("run")
     assert [r[:4] + r[5:] for r in d.rows("w")] == [r[:4] + r[5:] for r in d.source_rows("w")]  # a date
-    d.source(f"INSERT INTO `{d.db}`.w VALUES (2, '2026-11-29 10:00:00.999', 1.5, 2.5, '2026-11-29 10:30:00', 'x ')")
+    d.source(f"INSERT INTO `{d.db}`.w VALUES (2, '2026-11-29 10:00:00.999', 1.5, 2.5, '2026-11-29 10:30:00', 'x ', 'b ')")
     proc = d.run("run")
     assert proc.returncode == exitcodes.FAILED, proc.stdout
     assert f"value 2026-11-29 10:00:00.999 of source column d of {d.db}.w (datetime(3)) has more fractional " \
@@ -278,7 +278,8 @@ def test_a_target_column_that_would_round_the_source_values_is_refused(tmp_path,
     assert alter == f"ALTER TABLE `{d.tdb}`.`w` MODIFY `q` DECIMAL(12,2) NULL"
     d.target(alter)
     for column, what, fix in (("day", "its time of day would be dropped", "datetime"),
-                              ("c", "a fixed-width column pads and strips trailing spaces", "varchar(10)")):
+                              ("c", "a fixed-width column pads and strips trailing spaces", "varchar(10)"),
+                              ("t", "a fixed-width column pads and strips trailing spaces", "varchar(10)")):
         proc = d.run("run")  # columns of another kind
         assert f"of source column {column} of {d.db}.w" in proc.stdout and what in proc.stdout, proc.stdout
         alter = proc.stdout.split("give it the source's kind: ", 1)[1].split(" (restate")[0]

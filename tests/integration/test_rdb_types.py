@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from adapters.rdb import make_writer
+from adapters.rdb import make_writer, schema
 from adapters.rdb.values import suggest_type
 from sluice_common.dmlvalues import float32_text
 from tests.integration.test_rdb_conformance import Env, MariaEnv, PgEnv, apply
@@ -130,6 +130,32 @@ def test_value_that_does_not_fit_names_row_and_column(pg):
         w.apply(route, [t.insert(t.row(id="3", flag="2"))])
     w.rollback()
     w.close()
+
+
+def test_a_json_column_that_would_normalize_the_source_text_names_a_fix_that_works(pg):
+    """A MariaDB JSON naming a key twice into ``jsonb`` (which keeps the last key, where MariaDB's
+    functions read the first) is refused; the ALTER the refusal names (``json``, not the ``jsonb``
+    the column has) followed, the text arrives as written."""
+    t = golden.GoldenTable("dupkeys", (("id", "int(11)"), ("j", "json")), pk=("id",))
+    route = pg.create(t)
+    assert pg.run("SELECT data_type FROM information_schema.columns WHERE table_name = %s AND column_name = 'j'",
+                  (route.target_table.split(".")[-1],)) == [("jsonb",)]
+    w = make_writer(pg.target, (route,))
+    w.open()
+    with pytest.raises(Exception, match="keeps the last of an object's duplicate keys") as refused:
+        w.apply(route, [t.insert(t.row(id="1", j='{"a":1,"a":2}'))])
+    w.rollback()
+    w.close()
+    alter = refused.value.hint.split("give it the source's kind: ", 1)[1].split(" (restate")[0]
+    assert alter.endswith(" TYPE json"), alter
+    pg.run(alter)
+    schema.reset_caches()  # a new sync reflects the table afresh
+    w = make_writer(pg.target, (route,))
+    w.open()
+    w.apply(route, [t.insert(t.row(id="1", j='{"a":1,"a":2}'))])
+    w.commit()
+    w.close()
+    assert pg.run(f"SELECT j::text FROM {pg.qt(route.target_table)}") == [('{"a":1,"a":2}',)]
 
 
 def test_rendered_insert_literals_equal_the_drivers_parameters(maria):

@@ -54,3 +54,14 @@ def test_json_with_a_duplicate_key_into_a_normalizing_json_column():
     assert _changes("mysql", my.JSON(), "json", '{"k": [1, {"x": 0, "x": 0}]}') == [True]
     assert loss("postgresql", pg.JSON(), "json") is None  # json keeps the text as written
     assert loss("mysql", my.LONGTEXT(), "json") is None  # MariaDB's JSON
+
+
+def test_the_fix_is_a_type_that_holds_every_value():
+    """The ALTER of a refusal gives the column the suggested type of the source's, unless that type is
+    the column's own (a normalizing JSON column) or one MySQL cannot index (a TEXT key: error 1170)."""
+    assert loss("postgresql", pg.JSONB(), "json").fix == "json"
+    assert loss("mysql", my.JSON(), "json").fix == "longtext"
+    assert loss("mysql", my.CHAR(10), "text").fix == "varchar(10)"  # the values fit the CHAR's length
+    assert loss("mysql", my.VARCHAR(10), "text") is None
+    assert loss("mysql", my.CHAR(10), "varchar(40)").fix is None  # the source's varchar(40)
+    assert loss("postgresql", sa.CHAR(10), "mediumtext").fix is None  # text: PostgreSQL indexes it
