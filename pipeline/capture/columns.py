@@ -17,12 +17,15 @@ from sluice_common.errors import SourceError
 from sluice_common.mysqltypes import INTEGER_BYTES
 
 from . import values as V
+from .charsets import codec_for
 
 # java.sql.Types
 BIT, TINYINT, SMALLINT, INTEGER, BIGINT = -7, -6, 5, 4, -5
 REAL, DOUBLE, DECIMAL, CHAR, VARCHAR, LONGVARCHAR = 7, 8, 3, 1, 12, -1
 DATE, TIME, TIMESTAMP, BINARY, VARBINARY, BLOB, CLOB, OTHER = 91, 92, 93, -2, -3, 2004, 2005, 1111
 
+#: the types whose values are text in the column's character set
+_TEXT_TYPES = frozenset({T.VARCHAR, T.STRING, T.VAR_STRING, T.BLOB, T.TINY_BLOB, T.MEDIUM_BLOB, T.LONG_BLOB})
 _MBMAXLEN = {"utf8mb4": 4, "utf8mb3": 3, "utf8": 3, "ucs2": 2, "utf16": 4, "utf16le": 4, "utf32": 4,
              "gbk": 2, "big5": 2, "sjis": 2, "cp932": 2, "euckr": 2, "gb2312": 2, "ujis": 3,
              "eucjpms": 3, "gb18030": 4}
@@ -153,21 +156,25 @@ class ColumnSpec:
                           hint="see docs/capture.md for the supported types")
 
 
-def spec_from_library(col: object, index: int, pk_index: set[int], geometry_type: int = 0) -> ColumnSpec:
-    """Our ColumnSpec from a python-mysql-replication ``Column`` of a TableMapEvent."""
+def spec_from_library(col: object, index: int, pk_index: set[int], geometry_type: int = 0,
+                      table: str = "") -> ColumnSpec:
+    """Our ColumnSpec from a python-mysql-replication ``Column`` of a TableMapEvent (of ``table``,
+    for messages)."""
     g = col.__dict__.get
     t = g("type")
     collation = g("collation_name") or ""
     charset = collation.split("_")[0] if collation else None
     if collation == "binary":
         charset = "binary"
-    encoding = None if charset == "binary" else (g("character_set_name") or "utf8")
+    name = g("name") or f"col{index}"
+    encoding = codec_for(charset, g("character_set_name"), name, table) if t in _TEXT_TYPES else \
+        None if charset == "binary" else (g("character_set_name") or "utf8")
     members = g("enum_values") or g("set_values") or ()
     if t == T.ENUM and members and members[0] == "":
         members = members[1:]  # the library prepends the invalid-value '' to ENUM members
     bits = g("bits") or 0
     return ColumnSpec(
-        name=g("name") or f"col{index}", type=t, unsigned=bool(g("unsigned")), charset=charset,
+        name=name, type=t, unsigned=bool(g("unsigned")), charset=charset,
         encoding=encoding, max_length=g("max_length") or 0, length_size=g("length_size") or 0,
         fsp=g("fsp") or 0, precision=g("precision") or 0, scale=g("decimals") or 0, bits=bits,
         size=g("size") or 0, members=tuple(members), is_pk=index in pk_index,

@@ -43,7 +43,7 @@ def _text_op(spec: ColumnSpec, len_size: int) -> OpSpec | None:
     name = codecs.lookup(spec.encoding).name
     if name == "utf-8":
         return (12, len_size, 0, [])
-    if name == "cp1252":
+    if spec.charset == "latin1":  # MySQL's latin1 (pipeline/capture/charsets.py), as the native table has it
         return (18, len_size, 0, [])
     if name == "iso8859-1":
         return (13, len_size, 0, [])

@@ -184,7 +184,7 @@ class CodecCache:
                 if c.type == T.GEOMETRY:
                     gtype = geo[g] if g < len(geo) else 0
                     g += 1
-                specs.append(spec_from_library(c, i, set(pk_order), gtype))
+                specs.append(spec_from_library(c, i, set(pk_order), gtype, f"{ev.schema}.{ev.table}"))
             codec = TableCodec.build(ev.schema, ev.table, specs, pk_order)
             if len(self._by_key) > 10000:
                 self._by_key.clear()

@@ -26,7 +26,7 @@ from pipeline.store import CaptureLog, open_store
 from sluice_common.errors import TransientError
 from sluice_common.logs import get_logger, register_secret
 
-from . import filterlog, fresh
+from . import charsets, filterlog, fresh
 from .batcher import Batcher
 from .identity import Resume, resolve_start, stamp
 from .native import load
@@ -92,6 +92,7 @@ def run_capture(cfg: Config, *, follow: bool = False, max_batches: int | None = 
         conn = connect(src)
         try:
             info = inspect_server(src, conn)
+            charsets.learn(conn, (src.host, src.port, info.version))  # decode text as the server converts it
             from pipeline.job.covered import check_capture_covers
 
             check_capture_covers(cfg, conn)  # a filter that leaves out a mapped table: refused, position unmoved

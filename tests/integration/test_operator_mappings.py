@@ -248,8 +248,8 @@ def test_a_column_renamed_with_changes_pending_names_the_rewrite(tmp_path, maria
 def test_a_target_column_that_would_round_the_source_values_is_refused(tmp_path, mariadb, mariadb_target):
     """A hand-made target column with fewer fractional digits (DATETIME for the source's DATETIME(3),
     DECIMAL(8,2) for DECIMAL(8,4), INT for DECIMAL(6,2)), or of another kind (DATE for DATETIME, CHAR
-    for VARCHAR, an indexed CHAR for TEXT: its fix is a VARCHAR, as a TEXT key is refused), changed values quietly -- MariaDB does it in strict mode, and `sluice repair`
-    "repaired" into the same loss (new users' probes). Values the column holds unchanged still go
+    for VARCHAR, an indexed CHAR for TEXT: its fix is a VARCHAR, a TEXT key is refused), changed values
+    quietly -- MariaDB does it in strict mode, and `sluice repair` "repaired" into the same loss (new users' probes). Values the column holds unchanged still go
     through; any other stops the sync by name, nothing acked, with the ALTER TABLE that widens the
     column; followed, every value arrives exactly."""
     d = make(tmp_path, mariadb, mariadb_target)
@@ -261,7 +261,8 @@ def test_a_target_column_that_would_round_the_source_values_is_refused(tmp_path,
     d.source(f"INSERT INTO `{d.db}`.w VALUES (1, '2026-11-29 10:00:00', 1.2345, 3, '2026-11-29', 'ab', 'a')")  # all fit
     d.ok("run")
     assert [r[:4] + r[5:] for r in d.rows("w")] == [r[:4] + r[5:] for r in d.source_rows("w")]  # a date
-    d.source(f"INSERT INTO `{d.db}`.w VALUES (2, '2026-11-29 10:00:00.999', 1.5, 2.5, '2026-11-29 10:30:00', 'x ', 'b ')")
+    d.source(f"INSERT INTO `{d.db}`.w VALUES (2, '2026-11-29 10:00:00.999', 1.5, 2.5, '2026-11-29 10:30:00', "
+             "'x ', 'b ')")
     proc = d.run("run")
     assert proc.returncode == exitcodes.FAILED, proc.stdout
     assert f"value 2026-11-29 10:00:00.999 of source column d of {d.db}.w (datetime(3)) has more fractional " \
