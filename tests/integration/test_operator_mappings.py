@@ -246,12 +246,12 @@ def test_a_column_renamed_with_changes_pending_names_the_rewrite(tmp_path, maria
 
 
 def test_a_target_column_that_would_round_the_source_values_is_refused(tmp_path, mariadb, mariadb_target):
-    """A hand-made target column with fewer fractional digits (DATETIME for the source's DATETIME(3),
-    DECIMAL(8,2) for DECIMAL(8,4), INT for DECIMAL(6,2)), or of another kind (DATE for DATETIME, CHAR
-    for VARCHAR, an indexed CHAR for TEXT: its fix is a VARCHAR, a TEXT key is refused), changed values
-    quietly -- MariaDB does it in strict mode, and `sluice repair` "repaired" into the same loss (new users' probes). Values the column holds unchanged still go
-    through; any other stops the sync by name, nothing acked, with the ALTER TABLE that widens the
-    column; followed, every value arrives exactly."""
+    """A hand-made target column with fewer fractional digits (DATETIME for the source's DATETIME(3), DECIMAL(8,2) for
+    DECIMAL(8,4), INT for DECIMAL(6,2)), or of another kind (DATE for DATETIME, CHAR for VARCHAR, an indexed
+    CHAR for TEXT: its fix is a VARCHAR, a TEXT key is refused), changed values quietly -- MariaDB does it in
+    strict mode, and `sluice repair` "repaired" into the same loss (new users' probes). Values the column holds
+    unchanged still go through; any other stops the sync by name, nothing acked, with the ALTER TABLE that
+    widens the column; followed, every value arrives exactly."""
     d = make(tmp_path, mariadb, mariadb_target)
     d.source(f"CREATE TABLE `{d.db}`.w (id INT PRIMARY KEY, d DATETIME(3) NOT NULL, m DECIMAL(8,4), "
              "q DECIMAL(6,2), day DATETIME, c VARCHAR(10), t TEXT)")
