@@ -15,12 +15,10 @@ import json
 import re
 from typing import Any
 
-from pymysqlreplication.json_binary import parse_json
-
-from sluice_common.dmlvalues import json_text, jsonable
 from sluice_common.errors import SourceError
 
 from .decoder import lenenc
+from .jsontext import loads, parse, render
 
 REPLACE, INSERT, REMOVE = 0, 1, 2
 _LEG = re.compile(r'\.(?:"((?:[^"\\]|\\.)*)"|([A-Za-z_$][\w$]*))|\[(\d+)\]')
@@ -46,7 +44,7 @@ def parse_diffs(data: bytes) -> list[tuple[int, str, Any]]:
             raw = data[pos:pos + n]
             if len(raw) < n or not raw:
                 raise DiffError("truncated JSON diff value")
-            value = jsonable(parse_json(raw[0], raw[1:]))
+            value = parse(raw)
             pos += n
         out.append((op, path, value))
     return out
@@ -118,11 +116,11 @@ def apply_diffs(before: str | None, data: bytes, where: str, column: str) -> str
     try:
         if before is None:
             raise DiffError("the before image's value is NULL")
-        doc = json.loads(before)
+        doc = loads(before)
         for op, path, value in parse_diffs(data):
             doc = _apply(doc, op, path, value)
     except (DiffError, ValueError) as e:
         raise SourceError(f"{where}: the partial JSON update of column {column} cannot be applied exactly: {e}",
                           hint="set binlog_row_value_options='' on the source (SET GLOBAL and in my.cnf) so the "
                           "binlog carries whole documents, then repair the table (sluice repair)") from None
-    return json_text(_mysql_order(doc))
+    return render(_mysql_order(doc))

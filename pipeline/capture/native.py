@@ -27,6 +27,7 @@ from pymysqlreplication.row_event import TableMapEvent
 
 from pipeline.native import load  # noqa: F401 - capture's loader (re-exported)
 
+from . import charsets
 from .columns import ColumnSpec
 from .rowcodec import TableCodec
 
@@ -43,7 +44,7 @@ def _text_op(spec: ColumnSpec, len_size: int) -> OpSpec | None:
     name = codecs.lookup(spec.encoding).name
     if name == "utf-8":
         return (12, len_size, 0, [])
-    if spec.charset == "latin1":  # MySQL's latin1 (pipeline/capture/charsets.py), as the native table has it
+    if name == charsets.PREFIX + "latin1":  # MySQL's latin1 (pipeline/capture/charsets.py), the native table's
         return (18, len_size, 0, [])
     if name == "iso8859-1":
         return (13, len_size, 0, [])

@@ -28,8 +28,6 @@ from sluice_common.dmlvalues import (
     float32_text,
     fraction_text,
     geometry_text,
-    json_text,
-    jsonable,
     set_text,
     string_text,
     time_text,
@@ -225,7 +223,7 @@ def string_decoder(len_size: int, encoding: str | None, pad_to: int = 0) -> Deco
 
 def json_decoder(len_size: int) -> Decoder:
     """MySQL binary JSON (length-prefixed) -> the document's text; an empty value is ``null``."""
-    from pymysqlreplication.json_binary import parse_json
+    from .jsontext import parse, render
 
     def dec(buf: bytes, pos: int) -> tuple[str, int]:
         n = int.from_bytes(buf[pos:pos + len_size], "little")
@@ -233,7 +231,7 @@ def json_decoder(len_size: int) -> Decoder:
         if n == 0:
             return "null", start
         raw = buf[start:start + n]
-        return json_text(jsonable(parse_json(raw[0], raw[1:]))), start + n
+        return render(parse(raw)), start + n
     return dec
 
 

@@ -103,6 +103,33 @@ def test_partial_json_updates_store_whole_documents(mysql, db, tmp_path, monkeyp
     assert json.loads(got["1"]["a"]) == {"x": 42, "zz": "new key", "list": ["two", 3], "s": "text"}
 
 
+def test_json_with_decimal_and_temporal_values_is_stored_as_mysql_prints_it(mysql, db, tmp_path, monkeypatch):
+    """A JSON document holding a DECIMAL, DATE, TIME, DATETIME, TIMESTAMP or bytes (MySQL's opaque
+    values, from ``JSON_OBJECT`` of such columns) stopped capture for good ("Decimal is not JSON
+    serializable", a new user's probe); whole and partial (``PARTIAL_JSON``) images now store the
+    source's own text of the document."""
+    _run(mysql, db, "CREATE TABLE t (id INT PRIMARY KEY, j JSON, p DECIMAL(8,3), d DATE, dt DATETIME(1), "
+         "tm TIME(6), ts TIMESTAMP, b VARBINARY(4))",
+         "INSERT INTO t VALUES (1, NULL, -0.5, '2024-01-02', '2024-01-02 03:04:05.5', '-838:04:05.000001', "
+         "'2024-06-30 12:00:00', x'00ff'), (2, '{\"a\": 1.50}', 100, '1000-01-01', '9999-12-31 23:59:59.9', "
+         "'00:00:00', '1970-01-01 00:00:01', '')")
+    start = _start(mysql, tmp_path)
+    _run(mysql, db, "UPDATE t SET j = JSON_OBJECT('p', p, 'd', d, 'dt', dt, 'tm', tm, 'ts', ts, 'b', b, "
+                    "'n', JSON_ARRAY(p, 0.0000001, CAST(0.0000001 AS DECIMAL(9,8))))",
+         "SET SESSION binlog_row_value_options = 'PARTIAL_JSON'",
+         "UPDATE t SET j = JSON_SET(j, '$.q', CAST(1.25 AS DECIMAL(5,2)), '$.when', dt) WHERE id = 2")
+    with sysbench.connect(mysql, None) as conn, conn.cursor() as cur:
+        cur.execute(f"SELECT id, CAST(j AS CHAR) FROM `{db}`.t ORDER BY id")
+        want = dict(cur.fetchall())
+    records = capture_both(mysql, tmp_path, db, start, monkeypatch)
+    got = {}
+    for r in records:
+        for row in r["data"]:
+            got[int(row["id"])] = row["j"]
+    assert got == want
+    assert '"p": -0.500' in got[1] and '"tm": "-838:04:05.000001"' in got[1] and '"q": 1.25' in got[2]
+
+
 def test_xa_on_mysql_applies_at_commit_across_capture_runs(mysql, db, tmp_path, monkeypatch):
     x = db[-8:]
     _run(mysql, db, "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20))")

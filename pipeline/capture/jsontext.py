@@ -1,0 +1,112 @@
+"""MySQL binary JSON as the text MySQL prints, opaque values included.
+
+A MySQL JSON document can hold *opaque* values: a DECIMAL (``JSON_OBJECT('price', price)`` of a
+DECIMAL column), a DATE, TIME, DATETIME or TIMESTAMP, or bytes of another type. python-mysql-replication's
+parser gives a ``Decimal`` (which ``json.dumps`` refuses: capture stopped for good, a new user's probe),
+a ``datetime`` for DATE and DATETIME alike, a TIME without its sign, and other types' bytes decoded
+with errors ignored. :func:`parse` reads them with its parser but turns each opaque value into
+:class:`Raw`, MySQL's own text for it (``9.99``, ``-0.500``, ``"2024-01-02"``,
+``"2024-01-02 03:04:05.500000"``, ``"-838:04:05.000000"``, ``"base64:type15:AP8="``), and
+:func:`render` writes a document holding them. The partial-update path (:mod:`.jsondiff`) reads the
+before image's text with :func:`loads`, which keeps each number's literal as written.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+from pymysqlreplication import json_binary
+from pymysqlreplication.constants import FIELD_TYPE as T
+from pymysqlreplication.util.bytes import decode_decimal
+
+from sluice_common.dmlvalues import json_text, jsonable
+
+_DATES = frozenset({T.DATE, T.NEWDATE})
+_DATETIMES = frozenset({T.DATETIME, T.DATETIME2, T.TIMESTAMP, T.TIMESTAMP2})
+_TIMES = frozenset({T.TIME, T.TIME2})
+
+
+class Raw:
+    """JSON text written as it is (not a ``str``: ``json.dumps`` refuses it, so :func:`render` takes over)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Raw) and other.text == self.text
+
+    def __hash__(self) -> int:
+        return hash(self.text)
+
+    def __repr__(self) -> str:
+        return f"Raw({self.text!r})"
+
+
+def _varlen(data: bytes) -> tuple[int, int]:
+    length = shift = pos = 0
+    while pos < 5 and pos < len(data):
+        b = data[pos]
+        length |= (b & 0x7F) << shift
+        pos += 1
+        if not b & 0x80:
+            break
+        shift += 7
+    return length, pos
+
+
+def _opaque(data: bytes) -> Raw | None:
+    """An opaque value (its field type, a variable length, the bytes) as MySQL prints it."""
+    if len(data) < 1:
+        return None
+    kind = data[0]
+    n, k = _varlen(data[1:])
+    body = bytes(data[1 + k:1 + k + n])
+    if kind in (T.NEWDECIMAL, T.DECIMAL) and len(body) >= 2:
+        return Raw(format(decode_decimal(body), "f"))
+    if (kind in _DATES or kind in _DATETIMES or kind in _TIMES) and len(body) >= 8:
+        packed = int.from_bytes(body[:8], "little", signed=True)
+        sign, packed = ("-", -packed) if packed < 0 else ("", packed)
+        usec, whole = packed % (1 << 24), packed >> 24
+        hms = whole % (1 << 17) if kind not in _TIMES else whole
+        clock = f"{hms >> 12:02d}:{(hms >> 6) % 64:02d}:{hms % 64:02d}.{usec:06d}"
+        if kind in _TIMES:
+            return Raw(f'"{sign}{clock}"')
+        ymd = whole >> 17
+        date = f"{(ymd >> 5) // 13:04d}-{(ymd >> 5) % 13:02d}-{ymd % 32:02d}"
+        return Raw(f'"{date}"' if kind in _DATES else f'"{date} {clock}"')
+    return Raw(f'"base64:type{kind}:{base64.b64encode(body).decode()}"')
+
+
+json_binary.parse_opaque = _opaque  # the library's parser calls it by its module name for each opaque value
+
+
+def parse(raw: bytes) -> Any:
+    """A MySQL binary JSON value (its type byte first) as Python values, opaque ones as :class:`Raw`."""
+    return jsonable(json_binary.parse_json(raw[0], raw[1:]))
+
+
+def loads(text: str) -> Any:
+    """A document's text, each non-integer number kept as its literal (:class:`Raw`)."""
+    return json.loads(text, parse_float=Raw)
+
+
+def render(doc: Any) -> str:
+    """The document's text as MySQL prints it (``", "`` and ``": "`` separators, non-ASCII kept)."""
+    try:
+        return json_text(doc)
+    except TypeError:  # a Raw in it
+        return _render(doc)
+
+
+def _render(v: Any) -> str:
+    if isinstance(v, Raw):
+        return v.text
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{json_text(k)}: {_render(x)}" for k, x in v.items()) + "}"
+    if isinstance(v, list):
+        return "[" + ", ".join(_render(x) for x in v) + "]"
+    return json_text(v)
