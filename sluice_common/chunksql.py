@@ -8,8 +8,9 @@ are written once here, below both.
 * :class:`Side`: one end, its identifier quoting and placeholder by dialect name;
 * :func:`range_clause`: ``lo < key <= hi`` as expanded comparisons;
 * :func:`boundaries`: the upper bounds of successive chunks in key order;
-* :func:`checksum_sql`: ``COUNT(*)`` and the ``BIT_XOR`` of 64 bits of each row's MD5
-  (pt-table-checksum's expression), which a MySQL/MariaDB target computes as the source does;
+* :func:`checksum_sql`: ``COUNT(*)`` and the ``BIT_XOR`` of 64 bits of each row's SHA-256
+  (pt-table-checksum's expression with ``SHA2``: MySQL 9.7 has ``MD5`` only in a component a server
+  may not load), which a MySQL/MariaDB target computes as the source does;
 * :func:`select_list`: the select list (a MySQL/MariaDB side reads FLOAT as ``DOUBLE``).
 """
 
@@ -82,7 +83,7 @@ def checksum_sql(side: Side, table: str, cols: list[str], where: str) -> str:
     qc = [side.q(c) for c in cols]
     nulls = "CONCAT(" + ", ".join(f"ISNULL({c})" for c in qc) + ")"
     row = f"CONCAT_WS('#', {', '.join(qc)}, {nulls})"
-    return (f"SELECT COUNT(*), COALESCE(BIT_XOR(CAST(CONV(SUBSTRING(MD5({row}), 1, 16), 16, 10) AS UNSIGNED)), 0) "
+    return (f"SELECT COUNT(*), COALESCE(BIT_XOR(CAST(CONV(SUBSTRING(SHA2({row}, 256), 1, 16), 16, 10) AS UNSIGNED)), 0) "
             f"FROM {table} WHERE {where}")
 
 

@@ -9,8 +9,8 @@ opens it) and the target's from the adapter's own pool (client.py).
    bounds; the first chunk is open below and the last open above, so target rows outside the
    source's key range are still compared.
 2. **Checksums.** On a MySQL/MariaDB target each chunk is summed with the same SQL on both
-   sides: ``COUNT(*)`` and ``BIT_XOR`` of the first 64 bits of ``MD5(CONCAT_WS('#', cols...,
-   CONCAT(ISNULL(col)...)))`` (pt-table-checksum's expression with a 64-bit hash instead of
+   sides: ``COUNT(*)`` and ``BIT_XOR`` of the first 64 bits of ``SHA2(CONCAT_WS('#', cols...,
+   CONCAT(ISNULL(col)...)), 256)`` (pt-table-checksum's expression with a 64-bit hash instead of
    CRC32; :mod:`sluice_common.chunksql`), both sessions at ``time_zone='+00:00'``. Other targets
    (PostgreSQL, SQLite) print values differently, so their chunks are read as rows and normalized
    in Python (:mod:`sluice_common.normalize`) and compared by a hash of the normalized rows.
@@ -105,7 +105,7 @@ def compare_table(src: Side, tgt: Side, pair: TablePair, diff: Any, chunk: int =
         diff.seconds = time.monotonic() - t0
         return diff
     same_sql = tgt.dialect in ("mysql", "mariadb")
-    diff.method = "checksum (MD5-64 BIT_XOR per chunk)" if same_sql else "rows (normalized per chunk)"
+    diff.method = "checksum (SHA2-64 BIT_XOR per chunk)" if same_sql else "rows (normalized per chunk)"
     skeys, tkeys = scols[: pair.nkey], tcols[: pair.nkey]
     bounds = boundaries(src, st, skeys, chunk)
     ranges = list(zip([None, *bounds], [*bounds, None], strict=True))

@@ -1,7 +1,7 @@
 """Repairing one key range of an RDB target table (executor side).
 
 :meth:`RdbChunks.differs` is ``sluice verify``'s chunk compare (adapters/rdb/verify.py) without a
-lock (MD5-64 BIT_XOR checksums both sides compute on a MySQL/MariaDB target, the SQL of
+lock (SHA2-64 BIT_XOR checksums both sides compute on a MySQL/MariaDB target, the SQL of
 :mod:`sluice_common.chunksql`; normalized rows elsewhere): most chunks are equal and cost one
 checksum each. :meth:`RdbChunks.repair` runs under the group's apply lock
 (:class:`pipeline.repair.guard.ChunkGuard`), in one target transaction:
