@@ -83,8 +83,8 @@ def checksum_sql(side: Side, table: str, cols: list[str], where: str) -> str:
     qc = [side.q(c) for c in cols]
     nulls = "CONCAT(" + ", ".join(f"ISNULL({c})" for c in qc) + ")"
     row = f"CONCAT_WS('#', {', '.join(qc)}, {nulls})"
-    return (f"SELECT COUNT(*), COALESCE(BIT_XOR(CAST(CONV(SUBSTRING(SHA2({row}, 256), 1, 16), 16, 10) AS UNSIGNED)), 0) "
-            f"FROM {table} WHERE {where}")
+    bits = f"CAST(CONV(SUBSTRING(SHA2({row}, 256), 1, 16), 16, 10) AS UNSIGNED)"
+    return f"SELECT COUNT(*), COALESCE(BIT_XOR({bits}), 0) FROM {table} WHERE {where}"
 
 
 def select_list(side: Side, cols: list[str], floats: list[bool] | None = None) -> str:
