@@ -58,9 +58,12 @@ def loss(family: str, target: sa.TypeEngine, mysql_type: str | None) -> Loss | N
     base = parse_type(mysql_type).base
     if base in ("datetime", "timestamp") and isinstance(target, sa.Date):
         return Loss(_has_time, "its time of day would be dropped")
-    if base == "json" and isinstance(target, (pg.JSONB, my.JSON)):
+    if (base == "json" or base in _TEXT) and isinstance(target, pg.JSONB):  # MariaDB's JSON is a longtext
+        return Loss(lambda v: _duplicate_keys(v) or _nul(v), "the column keeps the last of an object's duplicate "
+                    "keys (where the source's JSON functions read the first) and cannot hold \\u0000", fix="json")
+    if (base == "json" or base in _TEXT) and isinstance(target, my.JSON):
         return Loss(_duplicate_keys, "the column keeps the last of an object's duplicate keys, where the source's "
-                    "JSON functions read the first", fix="json" if family == "postgresql" else "longtext")
+                    "JSON functions read the first", fix="longtext")
     if base in _TEXT and isinstance(target, sa.CHAR):
         # a MySQL TEXT cannot be a key without a prefix length (error 1170); the values fit the CHAR's length
         fix = f"varchar({target.length})" if family == "mysql" and base != "varchar" and target.length else None
@@ -106,6 +109,26 @@ def _duplicate_keys(v: str) -> bool:
         return True
     except ValueError:  # not JSON: the column refuses it
         return False
+    return False
+
+
+def _nul(v: str) -> bool:
+    """A string of the JSON text holds U+0000 (``jsonb`` refuses it; ``json`` keeps the text)."""
+    if "\\u0000" not in v:
+        return False
+    try:
+        return _holds_nul(json.loads(v))
+    except ValueError:
+        return False
+
+
+def _holds_nul(x: object) -> bool:
+    if isinstance(x, str):
+        return "\x00" in x
+    if isinstance(x, dict):
+        return any("\x00" in k or _holds_nul(y) for k, y in x.items())
+    if isinstance(x, list):
+        return any(_holds_nul(y) for y in x)
     return False
 
 

@@ -54,6 +54,10 @@ def test_json_with_a_duplicate_key_into_a_normalizing_json_column():
     assert _changes("mysql", my.JSON(), "json", '{"k": [1, {"x": 0, "x": 0}]}') == [True]
     assert loss("postgresql", pg.JSON(), "json") is None  # json keeps the text as written
     assert loss("mysql", my.LONGTEXT(), "json") is None  # MariaDB's JSON
+    # MariaDB's JSON is a longtext to capture: the same guard; jsonb cannot hold \u0000 either
+    assert _changes("postgresql", pg.JSONB(), "longtext", '{"a":1,"a":2}', '{"s":"a\\u0000b"}',
+                    '{"s":"a\\\\u0000b"}', '{"s":"\\u00e9"}') == [True, True, False, False]
+    assert _changes("mysql", my.JSON(), "longtext", '{"a":1,"a":2}', '{"s":"a\\u0000b"}') == [True, False]
 
 
 def test_the_fix_is_a_type_that_holds_every_value():
