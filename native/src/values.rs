@@ -147,7 +147,10 @@ pub fn decode(op: &Op, buf: &[u8], pos: usize, out: &mut Vec<u8>) -> DResult {
         }
         Op::Timestamp2 { fsp } => {
             let secs = be_uint(take(buf, pos, 4)?);
-            let mut s = utc_text(secs);
+            // the zero TIMESTAMP is 0 seconds without a fraction; 0 seconds with one (MariaDB stores an
+            // out-of-range value so under a relaxed sql_mode) is 1970-01-01 00:00:00.f UTC, as it prints it
+            let fraction = take(buf, pos + 4, (*fsp + 1) / 2)?.iter().any(|&b| b != 0);
+            let mut s = if secs == 0 && fraction { "1970-01-01 00:00:00".to_string() } else { utc_text(secs) };
             let n = frac(buf, pos + 4, *fsp, &mut s)?;
             quoted(out, &s);
             Ok(pos + 4 + n)

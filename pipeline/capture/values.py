@@ -36,6 +36,8 @@ from sluice_common.dmlvalues import (
 )
 
 Decoder = Callable[[bytes, int], tuple[str, int]]
+#: the Unix epoch as TIMESTAMP text (UTC)
+EPOCH = "1970-01-01 00:00:00"
 
 _F32 = struct.Struct("<f")
 _DIG2BYTES = (0, 1, 1, 2, 2, 3, 3, 4, 4, 4)
@@ -151,7 +153,9 @@ def timestamp2_decoder(fsp: int) -> Decoder:
 
     def dec(buf: bytes, pos: int) -> tuple[str, int]:
         secs = int.from_bytes(buf[pos:pos + 4], "big")
-        return utc_text(secs) + fraction_text(frac(buf, pos + 4), fsp), pos + 4 + nfrac
+        micros = frac(buf, pos + 4)
+        # 0 seconds with a fraction is not the zero TIMESTAMP (MariaDB stores an out-of-range value so)
+        return (EPOCH if secs == 0 and micros else utc_text(secs)) + fraction_text(micros, fsp), pos + 4 + nfrac
     return dec
 
 

@@ -9,7 +9,7 @@ import pytest
 from pipeline.capture import run_capture
 from pipeline.config import load_config
 from tests.support import sysbench
-from tests.support.capture_check import all_records, mark_start, write_config
+from tests.support.capture_check import all_records, capture_both, mark_start, write_config
 
 DDL = """CREATE TABLE {db}.types (
   id INT PRIMARY KEY,
@@ -180,5 +180,30 @@ def test_every_character_set_decodes_as_the_server_converts(mariadb, tmp_path):
         assert row["c_latin1"][0x81] == "\x81"  # not cp1252's undefined byte
         for cs in unicode:
             assert row[f"c_{cs}"] == "héllo wörld ж", cs
+    finally:
+        sysbench.drop_database(mariadb, database)
+
+
+def test_a_timestamp_of_zero_seconds_with_a_fraction_is_the_epoch(mariadb, tmp_path, monkeypatch):
+    """MariaDB stores an out-of-range TIMESTAMP(6) under a relaxed sql_mode as 0 seconds with its
+    fraction and prints 1970-01-01 00:00:00.999999 (UTC); capture wrote the zero timestamp with that
+    fraction, which a mirror refused (1292) and PostgreSQL took as -infinity (a new user's probe)."""
+    database = f"cap_ts_{uuid.uuid4().hex[:8]}"
+    sysbench.create_database(mariadb, database)
+    try:
+        with sysbench.connect(mariadb, database) as conn, conn.cursor() as cur:
+            cur.execute("CREATE TABLE t (id INT PRIMARY KEY, ts TIMESTAMP(6) NULL, t3 TIMESTAMP(3) NULL)")
+            (tmp_path / "mark").mkdir()
+            start = mark_start(write_config(mariadb, tmp_path / "mark", "none\\..*"))
+            cur.execute("SET SESSION sql_mode='', time_zone='America/New_York'")
+            cur.execute("INSERT INTO t VALUES (1, '2038-01-19 03:14:07.999999', '2038-01-19 03:14:07.5'), "
+                        "(2, '0000-00-00 00:00:00', '0000-00-00 00:00:00')")
+            cur.execute("SET SESSION time_zone='+00:00'")
+            cur.execute("SELECT id, CAST(ts AS CHAR), CAST(t3 AS CHAR) FROM t ORDER BY id")
+            want = {str(i): (a, b) for i, a, b in cur.fetchall()}
+        assert want["1"] == ("1970-01-01 00:00:00.999999", "1970-01-01 00:00:00.500")
+        rows = [row for r in capture_both(mariadb, tmp_path, database, start, monkeypatch) if not r["isDdl"]
+                for row in r["data"]]
+        assert {r["id"]: (r["ts"], r["t3"]) for r in rows} == want
     finally:
         sysbench.drop_database(mariadb, database)
