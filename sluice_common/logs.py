@@ -99,6 +99,10 @@ def worker_sink() -> None:
         structlog.configure(logger_factory=_printer_factory(sys.stderr))
 
 
+#: client libraries that log every request at INFO: WARNING and above only, unless at DEBUG
+CHATTY = ("elastic_transport", "opensearch", "urllib3")
+
+
 def configure(level: str | None = None, json_lines: bool | None = None) -> None:
     """Set up structlog (stderr). SLUICE_LOG_LEVEL / SLUICE_LOG_JSON override."""
     level = (level or os.environ.get("SLUICE_LOG_LEVEL", "INFO")).upper()
@@ -108,6 +112,8 @@ def configure(level: str | None = None, json_lines: bool | None = None) -> None:
     if level != "DEBUG":
         for handler in logging.getLogger().handlers:
             handler.addFilter(_not_py4j)
+        for name in CHATTY:  # a line per HTTP request at INFO (sluice verify of an index printed each)
+            logging.getLogger(name).setLevel(logging.WARNING)
     renderer = (structlog.processors.JSONRenderer() if json_lines
                 else structlog.processors.KeyValueRenderer(key_order=["ts", "level", "event"]))
     structlog.configure(

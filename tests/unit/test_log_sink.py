@@ -60,3 +60,12 @@ def test_a_spark_worker_logs_to_stderr_and_survives_an_orphaned_stdout(monkeypat
         monkeypatch.undo()
         structlog.reset_defaults()
         configure()
+
+
+def test_client_libraries_log_no_request_lines_at_info():
+    """``sluice verify`` of an Elasticsearch index printed a line per HTTP request (a new user's probe)."""
+    import logging
+
+    configure(level="INFO")
+    assert not logging.getLogger("elastic_transport.transport").isEnabledFor(logging.INFO)
+    assert logging.getLogger("pipeline").isEnabledFor(logging.INFO)
