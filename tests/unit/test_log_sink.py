@@ -68,4 +68,3 @@ def test_client_libraries_log_no_request_lines_at_info():
 
     configure(level="INFO")
     assert not logging.getLogger("elastic_transport.transport").isEnabledFor(logging.INFO)
-    assert logging.getLogger("pipeline").isEnabledFor(logging.INFO)
