@@ -184,11 +184,14 @@ def _load_unit(ctx: EtlContext, unit: Unit, pid: int) -> pa.RecordBatch:
     progress = ProgressSink(ctx.progress_addr, unit.uid)
     read = 0
     current: Change | None = None
+    kind = "INSERT" if load.replace else "UPSERT"
     try:
         buf: list[Change] = []
+        if load.replace:  # a mirror's key-less table: emptied, then every row inserted (TableLoad.replace)
+            run.flush(load.midx, [Change("TRUNCATE", db, table, {})])
         for page in _prefetched(read_pages(ctx, load, rng)):
             for raw in page:
-                current = Change("UPSERT", db, table, decode(raw[nk:]), None, pk, types)
+                current = Change(kind, db, table, decode(raw[nk:]), None, pk, types)
                 buf.append(current)
                 if len(buf) >= load.commit_batch:
                     run.flush(load.midx, buf)

@@ -32,6 +32,9 @@ class TableLoad:
     commit_batch: int
     est_rows: int = 0
     ranges: tuple[R.KeyRange, ...] = field(default=(R.KeyRange(),))
+    #: a mirror's table without a primary key: no key to upsert by, so the load empties the target
+    #: table and inserts every row (one range: the table is read in one streaming SELECT)
+    replace: bool = False
 
     def select_sql(self, r: R.KeyRange, after: tuple | None = None, paged: bool = True) -> tuple[str, list]:
         """One page of ``r`` (keys after ``after``): raw key columns first, then every column."""
@@ -111,6 +114,7 @@ def table_loads(conn, mapping: Mapping, midx: int, params: tuple[str, ...], part
         meta = TableMeta(meta.database, meta.table, meta.columns, meta.pk, rows)
         rngs = tuple(R.split(conn, meta, parts, rows))
         from_sql = f"{meta.qualified} AS {qi(alias)}{joins_sql}"
+        replace = not meta.pk and bool(getattr(spec, "mirrorDb", False)) and condition is None
         out.append(TableLoad(midx, mapping.file, meta, alias, from_sql, condition, params, read_batch,
-                             commit_batch, rows, rngs))
+                             commit_batch, rows, rngs, replace))
     return out
