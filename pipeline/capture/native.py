@@ -109,3 +109,15 @@ def parse_table_map(packet: bytes, flavor: str, checksum: bool) -> Any:
     if wrapper.event is None:  # pragma: no cover - the library refused its own event type
         raise ValueError("not a table map event")
     return wrapper.event
+
+
+def table_map_names(packet: bytes) -> tuple[str, str]:
+    """The schema and table a table map event names, read without the library (for a message about
+    one it cannot parse): after the OK byte, the 19-byte header, the table id (6) and flags (2)."""
+    pos = 28
+    names = []
+    for _ in range(2):
+        n = packet[pos] if pos < len(packet) else 0
+        names.append(bytes(packet[pos + 1:pos + 1 + n]).decode("utf-8", "backslashreplace"))
+        pos += n + 2
+    return names[0], names[1]

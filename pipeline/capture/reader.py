@@ -27,7 +27,7 @@ from .events import EVENT_CLASSES, NO_FOREIGN_KEY_CHECKS_F, RawRowsEv, TableMapE
 from .framer import Framer
 from .identity import check_file
 from .items import Item, Rows, map_error, partial_update
-from .native import load, parse_table_map, plan_for
+from .native import load, parse_table_map, plan_for, table_map_names
 from .position import GtidState, Position, binlog_key
 from .protocol import DumpConnection
 from .rowcodec import CodecCache, TableCodec
@@ -125,7 +125,19 @@ class BinlogReader:
 
     def table_map(self, ev: TableMapEv) -> None:
         """Decide a table map whose bytes are new for its table id."""
-        tm = parse_table_map(ev.packet, self.flavor, self._checksum)
+        try:
+            tm = parse_table_map(ev.packet, self.flavor, self._checksum)
+        except (ValueError, KeyError, IndexError) as e:  # a column type or metadata the library does not know
+            schema, table = table_map_names(ev.packet)
+            if not self.included(schema, table):
+                self.codecs_by_id[ev.table_id] = None
+                self._stream.set_table(ev.table_id, 0, f"{schema}.{table}")
+                return
+            raise SourceError(f"{self.logfile}: table {schema}.{table}: capture cannot read its layout in the binlog "
+                              f"({type(e).__name__}: {e}; a column type it does not know, such as MySQL 9's "
+                              "VECTOR)", hint=f"leave {schema}.{table} out of capture (source.filter.exclude; a "
+                              "mirrorDb mapping of its database then maps its other tables one by one), or "
+                              "drop or convert that column at the source") from None
         name = f"{tm.schema}.{tm.table}"
         if not self.included(tm.schema, tm.table):
             self.codecs_by_id[ev.table_id] = None
