@@ -133,10 +133,12 @@ def rows_json(kind: str, rows: list[Any]) -> tuple[bytes, bytes | None]:
     return _j(rec["data"]), (_j(rec["old"]) if rec["old"] is not None else None)
 
 
-def partial_json(before: list[str], after: list[str]) -> bytes:
+def partial_json(before: list[str], after: list[str], unknown: list[str] | None = None) -> bytes:
     """The ``partial`` member of a record whose row images lack columns: the columns each has
-    (``after`` is the one image of an INSERT/DELETE)."""
-    return b',"partial":{"before":%s,"after":%s}' % (_j(before), _j(after))
+    (``after`` is the one image of an INSERT/DELETE); ``unknown``: columns the UPDATE changed to a
+    value the binlog does not carry (a partial JSON update without the document's before image)."""
+    more = b',"unknown":%s' % _j(unknown) if unknown else b""
+    return b',"partial":{"before":%s,"after":%s%s}' % (_j(before), _j(after), more)
 
 
 class LineEncoder:

@@ -82,7 +82,7 @@ class Rows:
 
     def __init__(self, kind: str, codec: TableCodec, rows: list[Any] | None, sql: str, logfile: str, logpos: int,
                  ts: int, event_no: int, size: int, data_json: bytes | None = None, old_json: bytes | None = None,
-                 nrows: int | None = None, partial: tuple[list[str], list[str]] | None = None,
+                 nrows: int | None = None, partial: tuple[list[str], ...] | None = None,
                  fk_off: bool = False):
         self.kind, self.codec, self._rows, self.sql = kind, codec, rows, sql
         self.logfile, self.logpos, self.ts = logfile, logpos, ts

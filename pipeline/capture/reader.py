@@ -30,7 +30,7 @@ from .items import Item, Rows, map_error, partial_update
 from .native import load, parse_table_map, plan_for, table_map_names
 from .position import GtidState, Position, binlog_key
 from .protocol import DumpConnection
-from .rowcodec import CodecCache, TableCodec
+from .rowcodec import UNKNOWN, CodecCache, TableCodec
 from .xa import XaBook, held_origins
 
 BATCH_EVENTS = 4096
@@ -166,6 +166,10 @@ class BinlogReader:
         if ev.present2 is None:
             return Rows(kind, codec, rows, sql, logfile, ev.start, ev.ts * 1000, event_no, len(ev.rows),
                         partial=partial, fk_off=fk_off)
+        unknown = sorted({k for _, after in rows for k, v in after.items() if v is UNKNOWN})
+        if unknown:  # JSON diffs without their before documents: stored without them, refused by the group
+            rows = [(before, {k: v for k, v in after.items() if v is not UNKNOWN}) for before, after in rows]
+            partial = (partial[0], [n for n in partial[1] if n not in unknown], unknown)
         pairs = [partial_update(before, after) for before, after in rows]
         data, old = json_text([d for d, _ in pairs]), json_text([o for _, o in pairs])
         return Rows(kind, codec, None, sql, logfile, ev.start, ev.ts * 1000, event_no, len(ev.rows), data, old,

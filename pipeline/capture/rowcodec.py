@@ -20,6 +20,9 @@ from .decoder import lenenc
 from .jsondiff import apply_diffs
 from .values import Decoder
 
+#: an after-image value the binlog does not carry (a JSON diff without its before document)
+UNKNOWN = object()
+
 Row = dict[str, str | None]
 
 
@@ -121,14 +124,11 @@ class TableCodec:
                     after[name] = None
                 elif name in json_no and partial >> json_no[name] & 1:
                     n = int.from_bytes(buf[pos:pos + 4], "little")
-                    if name not in before:
-                        raise SourceError(f"{where}: a partial JSON update of {self.database}.{self.table}."
-                                          f"{name} whose before image lacks the column (binlog_row_image is not "
-                                          "FULL in the writing session): the new document is not in the binlog",
-                                          hint="set binlog_row_image=FULL and binlog_row_value_options='' on the "
-                                          "source, then repair the table (sluice repair)")
-                    after[name] = apply_diffs(before[name], buf[pos + 4:pos + 4 + n], where,
-                                              f"{self.database}.{self.table}.{name}")
+                    # the before image lacks the document (binlog_row_image is not FULL in the writing
+                    # session): the new one is not in the binlog; the group refuses the change by name
+                    where_col = f"{self.database}.{self.table}.{name}"
+                    after[name] = UNKNOWN if name not in before else \
+                        apply_diffs(before[name], buf[pos + 4:pos + 4 + n], where, where_col)
                     pos += 4 + n
                 else:
                     after[name], pos = dec(buf, pos)

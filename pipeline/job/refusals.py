@@ -10,7 +10,8 @@ Capture lists two kinds of records among a batch's barriers besides DDL (``pipel
   is exact: an UPDATE or DELETE into an RDB or HBase target whose key columns the before image
   carries and the UPDATE does not change (the UPDATE then sets just the columns it carries). An
   INSERT (its missing columns took defaults the binlog does not give), a key change, an ES
-  document or a key-less table is refused.
+  document or a key-less table is refused, and so is an UPDATE with ``unknown`` columns (a MySQL
+  partial JSON update whose before image lacks the document: the new one is not in the binlog).
 
 A refused change of a table the group maps stops the group at that record: the DML before it is
 applied, nothing from its batch on is acked, and the message names the position, the table, what
@@ -58,6 +59,11 @@ def partial_problem(rec: dict[str, Any], mapping_kind: str, key: tuple[str, ...]
     image = f"row image{'s lack' if kind == 'UPDATE' else ' lacks'} columns " \
             f"({', '.join(lacks) if kind != 'UPDATE' else _cols(before, after)}), as the writing session's " \
             "binlog_row_image=MINIMAL or NOBLOB logs them"
+    unknown = cols.get("unknown")
+    if unknown:
+        return (f"an UPDATE that changed {', '.join(unknown)} to a document the binlog does not carry: a partial "
+                "JSON update (binlog_row_value_options=PARTIAL_JSON) logged without the before image's document "
+                "(the writing session's binlog_row_image was not FULL)")
     if kind == "INSERT":
         return f"an INSERT whose {image}: the columns it lacks took values the binlog does not give"
     if mapping_kind not in PARTIAL_KINDS:
