@@ -350,7 +350,9 @@ class ChunkApply:
         PostgreSQL/SQLite: ``INSERT ... ON CONFLICT (pk) DO UPDATE``. Counted as ``inserted``."""
         if not plan.key_pos:
             raise TargetError(f"{plan.source}: a full load (UPSERT) into {plan.info.label} needs a primary key "
-                              "(targetPk, or the source table's)")
+                              "(targetPk, or the source table's)",
+                              hint="a mirror's table without one is loaded whole only by `sluice bootstrap --force`, "
+                                   "run while nothing writes to the source (docs/etl.md)")
         last = {tuple(r[i] for i in plan.key_pos): n for n, r in enumerate(rows)}
         if len(last) < len(rows):  # the same key twice: the last row wins
             keep = sorted(last.values())

@@ -57,7 +57,7 @@ def run_bootstrap(cfg: Config, spark, *, force: bool = False, partitions: int | 
         log.info("bootstrap snapshot", position=pos.text(), how=how)
         summaries: list[EtlSummary] = run_loads(cfg, [(plan, None) for plan in plans], session,
                                                 partitions=partitions, params=params,
-                                                progress_every=progress_every, check=False)
+                                                progress_every=progress_every, check=False, snapshot=pos)
         next_id = int((existing or {}).get("nextId", 1) or 1)
         newest = store.newest_batch_id()  # a Kafka store's newest batch record may be gone (retention)
         if newest in store.batch_ids():

@@ -16,9 +16,11 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from adapters.base import ApplyStats
 from pipeline.config import Config
+from pipeline.etl import keyless
 from pipeline.etl import source as S
 from pipeline.etl.partition import EtlContext, Unit, load_function
 from pipeline.etl.plan import TableLoad, table_loads
@@ -76,13 +78,14 @@ def _source_database(plan: GroupPlan, midx: int) -> str | None:
     return None
 
 
-def plan_loads(cfg: Config, plan: GroupPlan, midxs: list[int], params: tuple[str, ...], parts: int
-               ) -> tuple[TableLoad, ...]:
+def plan_loads(cfg: Config, plan: GroupPlan, midxs: list[int], params: tuple[str, ...], parts: int,
+               replace_keyless: bool = False) -> tuple[TableLoad, ...]:
     conn = S.connect(cfg.source)
     try:
         loads: list[TableLoad] = []
         for midx in midxs:
-            loads += table_loads(conn, plan.mappings[midx], midx, params, parts, _source_database(plan, midx))
+            loads += table_loads(conn, plan.mappings[midx], midx, params, parts, _source_database(plan, midx),
+                                 replace_keyless)
         return tuple(loads)
     finally:
         conn.close()
@@ -97,9 +100,12 @@ def run_etl(cfg: Config, plan: GroupPlan, spark, *, midxs: list[int] | None = No
 
 
 def run_loads(cfg: Config, groups: list[tuple[GroupPlan, list[int] | None]], spark, *, params: tuple[str, ...] = (),
-              partitions: int | None = None, progress_every: float = 5.0, check: bool = True) -> list[EtlSummary]:
+              partitions: int | None = None, progress_every: float = 5.0, check: bool = True,
+              snapshot: Any = None) -> list[EtlSummary]:
     """Load the chosen mappings of several groups in one Spark job (one task per key range);
-    one summary per group. Raises EtlFailed naming every range that did not load."""
+    one summary per group. Raises EtlFailed naming every range that did not load. ``snapshot``: a
+    bootstrap's position P, from which the stream replays: a mirror's key-less tables are then
+    loaded whole, and only count as loaded if the source wrote nothing since P (:mod:`.keyless`)."""
     if check:
         for plan, _ in groups:
             plan.check()
@@ -110,7 +116,7 @@ def run_loads(cfg: Config, groups: list[tuple[GroupPlan, list[int] | None]], spa
     summaries = [EtlSummary(plan.group_id) for plan, _ in groups]
     for gi, (plan, midxs) in enumerate(groups):
         midxs = list(range(len(plan.mappings))) if midxs is None else midxs
-        for ld in plan_loads(cfg, plan, midxs, params, parts):
+        for ld in plan_loads(cfg, plan, midxs, params, parts, snapshot is not None):
             for ri in range(len(ld.ranges)):
                 units.append(Unit(len(units), len(loads), ri, gi))
             loads.append(ld)
@@ -121,6 +127,7 @@ def run_loads(cfg: Config, groups: list[tuple[GroupPlan, list[int] | None]], spa
                      est_rows=ld.est_rows, ranges=len(ld.ranges), condition=ld.condition)
     if not units:
         return summaries
+    keyless.check_targets(loads, [plan for plan, _ in groups], units)
     host = spark.conf.get("spark.driver.host", "127.0.0.1") or "127.0.0.1"
     server = open_server(host, sum(x.est_rows for x in loads), len(units), progress_every)
     jobs = tuple(JobContext(plan.mappings, plan.mapping_target, plan.targets) for plan, _ in groups)
@@ -165,4 +172,6 @@ def run_loads(cfg: Config, groups: list[tuple[GroupPlan, list[int] | None]], spa
     if failed:
         raise EtlFailed(f"{len(failed)} of {len(units)} key ranges failed to load:\n  " + "\n  ".join(failed[:20]),
                         hint="fix the cause and run the load again; it overwrites rows (upsert)")
+    if snapshot is not None:
+        keyless.check_quiet(cfg, snapshot, loads)
     return summaries

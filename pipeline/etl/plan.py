@@ -71,8 +71,10 @@ def _spec_key(spec) -> str:
 
 
 def table_loads(conn, mapping: Mapping, midx: int, params: tuple[str, ...], parts: int,
-                main_database: str | None = None) -> list[TableLoad]:
-    """The tables a mapping loads (every table of the database for ``mirrorDb``), split."""
+                main_database: str | None = None, replace_keyless: bool = False) -> list[TableLoad]:
+    """The tables a mapping loads (every table of the database for ``mirrorDb``), split.
+    ``replace_keyless``: a mirror's tables without a primary key are emptied and loaded whole
+    (:attr:`TableLoad.replace`; a bootstrap, which checks the source stayed quiet, :mod:`.keyless`)."""
     spec = mapping.spec
     key = f"{_spec_key(spec)}.etlCondition"
     cond_text = getattr(spec, "etlCondition", None)
@@ -114,7 +116,7 @@ def table_loads(conn, mapping: Mapping, midx: int, params: tuple[str, ...], part
         meta = TableMeta(meta.database, meta.table, meta.columns, meta.pk, rows)
         rngs = tuple(R.split(conn, meta, parts, rows))
         from_sql = f"{meta.qualified} AS {qi(alias)}{joins_sql}"
-        replace = not meta.pk and bool(getattr(spec, "mirrorDb", False)) and condition is None
+        replace = replace_keyless and not meta.pk and bool(getattr(spec, "mirrorDb", False)) and condition is None
         out.append(TableLoad(midx, mapping.file, meta, alias, from_sql, condition, params, read_batch,
                              commit_batch, rows, rngs, replace))
     return out

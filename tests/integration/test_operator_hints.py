@@ -11,6 +11,8 @@ import shlex
 import subprocess
 import time
 
+import pytest
+
 from sluice_common import exitcodes
 from tests.support.cli import one_message
 from tests.support.operator import make, sql
@@ -199,3 +201,37 @@ def test_a_keyless_mirror_table_is_loaded_whole_by_a_forced_bootstrap(tmp_path, 
     d.source(f"INSERT INTO `{d.db}`.k VALUES (3, 'z')", f"DELETE FROM `{d.db}`.k WHERE a = 2")
     d.ok("run")
     assert sorted(d.rows("k"), key=repr) == sorted(d.source_rows("k"), key=repr) == [(1, "x"), (1, "x"), (3, "z")]
+
+
+def test_a_keyless_load_while_the_source_wrote_fails_and_two_into_one_table_are_refused(tmp_path, mariadb):
+    """A key-less table loaded whole is exact only if the source wrote nothing after the snapshot
+    (the stream replays from it: an INSERT the load already copied would come twice); and two mirrors
+    emptying one target table would delete each other's rows (a review of the change)."""
+    from types import SimpleNamespace as NS
+
+    from pipeline.capture.server_check import current_position
+    from pipeline.config import load_config
+    from pipeline.etl import keyless
+    from pipeline.source.connect import connect
+    from sluice_common.errors import ConfigError
+
+    d = make(tmp_path, mariadb, mariadb)
+    cfg = load_config(str(d.cfg))
+    conn = connect(cfg.source)
+    try:
+        since = current_position(conn, "mariadb")
+    finally:
+        conn.close()
+    load = NS(replace=True, meta=NS(label=f"{d.db}.k", table="k"), midx=0, mapping_file="mappings/a.yml")
+    keyless.check_quiet(cfg, since, [load])  # nothing written since: exact
+    d.source(f"INSERT INTO `{d.db}`.t VALUES (1, 'a')")
+    with pytest.raises(keyless.NotQuiet, match=f"{d.db}.k has no primary key and was loaded whole, but the "
+                       "source wrote while it was read") as e:
+        keyless.check_quiet(cfg, since, [load])
+    assert e.value.hint == "run `sluice bootstrap --force` again while nothing writes to the source"
+    spec = NS(target_schema="mirror", database="a")
+    plan = NS(group_id="g1", mapping_target={0: 0, 1: 0}, mappings={0: NS(spec=spec), 1: NS(spec=spec)})
+    other = NS(replace=True, meta=NS(label="b.k", table="k"), midx=1, mapping_file="mappings/b.yml")
+    with pytest.raises(ConfigError, match=f"b.k and {d.db}.k .mappings/a.yml. have no primary key and both mirror "
+                       "into mirror.k"):
+        keyless.check_targets([load, other], [plan], [NS(load=0, group=0), NS(load=1, group=0)])
