@@ -59,11 +59,12 @@ def loss(family: str, target: sa.TypeEngine, mysql_type: str | None) -> Loss | N
     if base in ("datetime", "timestamp") and isinstance(target, sa.Date):
         return Loss(_has_time, "its time of day would be dropped")
     if (base == "json" or base in _TEXT) and isinstance(target, pg.JSONB):  # MariaDB's JSON is a longtext
-        return Loss(lambda v: _duplicate_keys(v) or _nul(v), "the column keeps the last of an object's duplicate "
-                    "keys (where the source's JSON functions read the first) and cannot hold \\u0000", fix="json")
+        return Loss(lambda v: _duplicate_keys(v) or _nul(v), "the column keeps only the last of an object's "
+                    "duplicate keys (the source's text has each; MariaDB's JSON functions read the first) and cannot "
+                    "hold \\u0000", fix="json")
     if (base == "json" or base in _TEXT) and isinstance(target, my.JSON):
-        return Loss(_duplicate_keys, "the column keeps the last of an object's duplicate keys, where the source's "
-                    "JSON functions read the first", fix="longtext")
+        return Loss(_duplicate_keys, "the column keeps only the last of an object's duplicate keys (the source's text "
+                    "has each; MariaDB's JSON functions read the first)", fix="longtext")
     if base in _TEXT and isinstance(target, sa.CHAR):
         # a MySQL TEXT cannot be a key without a prefix length (error 1170); the values fit the CHAR's length
         fix = f"varchar({target.length})" if family == "mysql" and base != "varchar" and target.length else None

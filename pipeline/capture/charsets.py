@@ -41,7 +41,7 @@ _UNDEFINED = "\ufffe"  # charmap_decode's "no character" mark
 
 _tables: dict[str, str] = {"latin1": _LATIN1}
 _lock = threading.Lock()
-_learned: set[Any] = set()
+_learned: dict[Any, dict[str, str]] = {}  # server -> its tables
 
 
 def _search(name: str) -> codecs.CodecInfo | None:
@@ -50,13 +50,14 @@ def _search(name: str) -> codecs.CodecInfo | None:
     table = _tables.get(name[len(PREFIX):])
     if table is None:
         return None
-    encoding = codecs.charmap_build(table.replace(_UNDEFINED, "\x00") if _UNDEFINED in table else table)
+    charset = name[len(PREFIX):]
 
     def decode(data: bytes, errors: str = "strict") -> tuple[str, int]:
-        return codecs.charmap_decode(data, errors, table)
+        # the table of the server learned last (Python caches this CodecInfo by name for good)
+        return codecs.charmap_decode(data, errors, _tables[charset])
 
     def encode(text: str, errors: str = "strict") -> tuple[bytes, int]:
-        return codecs.charmap_encode(text, errors, encoding)
+        return codecs.charmap_encode(text, errors, codecs.charmap_build(_tables[charset].replace(_UNDEFINED, "\x00")))
     return codecs.CodecInfo(encode, decode, name=name)
 
 
@@ -65,9 +66,11 @@ codecs.register(_search)
 
 def learn(conn: Any, key: Any = None) -> None:
     """Read the server's table of every single-byte character set (one query; once per ``key``,
-    the server's identity, per process)."""
+    the server's identity, per process); the tables of the server learned last decode (a process
+    captures from one source at a time)."""
     with _lock:
         if key in _learned:
+            _tables.update(_learned[key])  # this server's, again (another may have been read since)
             return
     with conn.cursor() as cur:
         cur.execute("SELECT CHARACTER_SET_NAME FROM information_schema.CHARACTER_SETS WHERE MAXLEN = 1 "
@@ -85,7 +88,7 @@ def learn(conn: Any, key: Any = None) -> None:
                                           for b, p in enumerate(points))
     with _lock:
         _tables.update(found)
-        _learned.add(key)
+        _learned[key] = found
 
 
 def codec_for(charset: str | None, library_name: str | None, column: str, table: str) -> str | None:

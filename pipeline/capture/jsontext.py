@@ -78,7 +78,8 @@ def _opaque(data: bytes) -> Raw | None:
         ymd = whole >> 17
         date = f"{(ymd >> 5) // 13:04d}-{(ymd >> 5) % 13:02d}-{ymd % 32:02d}"
         return Raw(f'"{date}"' if kind in _DATES else f'"{date} {clock}"')
-    return Raw(f'"base64:type{kind}:{base64.b64encode(body).decode()}"')
+    text = base64.b64encode(body).decode()  # MySQL breaks its base64 into lines of 76
+    return Raw(json_text(f"base64:type{kind}:" + "\n".join(text[i:i + 76] for i in range(0, len(text), 76))))
 
 
 json_binary.parse_opaque = _opaque  # the library's parser calls it by its module name for each opaque value

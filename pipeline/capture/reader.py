@@ -12,6 +12,7 @@ resumes from the last *stored* position.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -127,7 +128,7 @@ class BinlogReader:
         """Decide a table map whose bytes are new for its table id."""
         try:
             tm = parse_table_map(ev.packet, self.flavor, self._checksum)
-        except (ValueError, KeyError, IndexError) as e:  # a column type or metadata the library does not know
+        except (ValueError, KeyError, IndexError, TypeError, struct.error) as e:  # a type the library does not know
             schema, table = table_map_names(ev.packet)
             if not self.included(schema, table):
                 self.codecs_by_id[ev.table_id] = None

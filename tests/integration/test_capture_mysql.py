@@ -115,7 +115,8 @@ def test_json_with_decimal_and_temporal_values_is_stored_as_mysql_prints_it(mysq
          "'00:00:00', '1970-01-01 00:00:01', '')")
     start = _start(mysql, tmp_path)
     _run(mysql, db, "UPDATE t SET j = JSON_OBJECT('p', p, 'd', d, 'dt', dt, 'tm', tm, 'ts', ts, 'b', b, "
-                    "'n', JSON_ARRAY(p, 0.0000001, CAST(0.0000001 AS DECIMAL(9,8))))",
+                    "'n', JSON_ARRAY(p, 0.0000001, CAST(0.0000001 AS DECIMAL(9,8))), "
+                    "'long', CAST(REPEAT('a', 100) AS BINARY))",
          "SET SESSION binlog_row_value_options = 'PARTIAL_JSON'",
          "UPDATE t SET j = JSON_SET(j, '$.q', CAST(1.25 AS DECIMAL(5,2)), '$.when', dt) WHERE id = 2")
     with sysbench.connect(mysql, None) as conn, conn.cursor() as cur:

@@ -142,7 +142,7 @@ def test_a_json_column_that_would_normalize_the_source_text_names_a_fix_that_wor
                   (route.target_table.split(".")[-1],)) == [("jsonb",)]
     w = make_writer(pg.target, (route,))
     w.open()
-    with pytest.raises(Exception, match="keeps the last of an object's duplicate keys") as refused:
+    with pytest.raises(Exception, match="keeps only the last of an object's duplicate keys") as refused:
         w.apply(route, [t.insert(t.row(id="1", j='{"a":1,"a":2}'))])
     w.rollback()
     w.close()
