@@ -103,11 +103,26 @@ def start_position(cfg: Config, conn: Any, flavor: str, store: CaptureLog, start
         log.warning("no stored position: capture starts at the server's current position (--from now)",
                     position=start.text())
         return start
+    _refuse_if_unfinished(cfg, store)
     _refuse_if_applied(cfg, store, flavor)
     start = current_position(conn, flavor)
     log.warning("no stored position: capture starts at the server's current position (no target was applied "
                 "to from this source)", position=start.text())
     return start
+
+
+def _refuse_if_unfinished(cfg: Config, store: CaptureLog) -> None:
+    """A bootstrap that did not finish may have loaded targets from its snapshot (:mod:`pipeline.etl.unfinished`)."""
+    from pipeline.etl import unfinished
+
+    marker = unfinished.found(store.root)
+    if marker is not None:
+        raise StoreError(f"{store.root}: the batch store has no position, and a sluice bootstrap of it from "
+                         f"{marker.get('position')} (started {marker.get('started')}) did not finish: targets may "
+                         "hold rows of its snapshot, and starting at the source's current position would skip "
+                         "every change made since",
+                         hint=f"run it again: sluice bootstrap --config {cfg.file} (or, knowing the targets hold "
+                              f"nothing of it: sluice capture --config {cfg.file} --once --from now)")
 
 
 def _refuse_if_applied(cfg: Config, store: CaptureLog, flavor: str) -> None:

@@ -10,7 +10,9 @@
    load (superseded by it) are not applied on top of it.
 
 Capture then streams from P; changes made during the load are replayed and absorbed by
-idempotent apply (the argument is in docs/etl.md). A failed load changes nothing in the store.
+idempotent apply (the argument is in docs/etl.md). A failed load changes nothing in the store but a
+marker (:mod:`pipeline.etl.unfinished`): the targets may hold the snapshot's rows, so capture refuses
+to start at the source's current position until a bootstrap succeeds.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ import json
 import time
 
 from pipeline.config import Config
-from pipeline.etl.driver import EtlSummary, run_loads
+from pipeline.etl import unfinished
+from pipeline.etl.driver import EtlFailed, EtlSummary, run_loads
 from pipeline.etl.snapshot import snapshot_position
 from pipeline.job import mapped, positions
 from pipeline.job.group import load_group
@@ -55,9 +58,15 @@ def run_bootstrap(cfg: Config, spark, *, force: bool = False, partitions: int | 
         session = spark() if callable(spark) else spark
         pos, how = snapshot_position(cfg.source)
         log.info("bootstrap snapshot", position=pos.text(), how=how)
-        summaries: list[EtlSummary] = run_loads(cfg, [(plan, None) for plan in plans], session,
-                                                partitions=partitions, params=params,
-                                                progress_every=progress_every, check=False, snapshot=pos)
+        unfinished.mark(store.root, pos)  # until it succeeds: capture refuses to start at "now"
+        again = f"sluice bootstrap --config {cfg.file}" + (" --force" if existing is not None else "")
+        try:
+            summaries: list[EtlSummary] = run_loads(cfg, [(plan, None) for plan in plans], session,
+                                                    partitions=partitions, params=params,
+                                                    progress_every=progress_every, check=False, snapshot=pos)
+        except EtlFailed as e:  # "run the load again" must mean this command: a `sluice etl` sets no position
+            raise EtlFailed(e.message, hint=f"fix the cause and run it again: {again} (the store records no "
+                            "capture position until a bootstrap succeeds)") from None
         next_id = int((existing or {}).get("nextId", 1) or 1)
         newest = store.newest_batch_id()  # a Kafka store's newest batch record may be gone (retention)
         if newest in store.batch_ids():
@@ -72,6 +81,7 @@ def run_bootstrap(cfg: Config, spark, *, force: bool = False, partitions: int | 
         # the targets hold the snapshot now: a store lost before the first sync resumes here
         positions.record(cfg, plans, start, store.store_id, newest)
         mapped.record_start(store.root, [g.groupId for g in cfg.groups], newest, by="bootstrap")
+        unfinished.clear(store.root)
     out = {"position": start, "how": how, "forced": bool(force and existing is not None), "cursors": cursors,
            "seconds": round(time.monotonic() - t0, 3), "groups": [s.as_dict() for s in summaries]}
     log.info("bootstrap done", position=pos.text(), rows=sum(s.rows for s in summaries), seconds=out["seconds"])

@@ -235,3 +235,27 @@ def test_a_keyless_load_while_the_source_wrote_fails_and_two_into_one_table_are_
     with pytest.raises(ConfigError, match=f"b.k and {d.db}.k .mappings/a.yml. have no primary key and both mirror "
                        "into mirror.k"):
         keyless.check_targets([load, other], [plan], [NS(load=0, group=0), NS(load=1, group=0)])
+
+
+def test_a_failed_bootstrap_names_itself_and_capture_does_not_start_past_it(tmp_path, mariadb, mariadb_target):
+    """A bootstrap that failed (a target refused a row) said "run the load again"; followed with
+    ``sluice etl``, capture then started at the source's current position and every change since the
+    load's snapshot was lost (a new user's probe). The fix names the bootstrap, and capture of the
+    store refuses to start at "now" until one succeeded."""
+    import shutil
+
+    d = make(tmp_path, mariadb, mariadb_target)
+    shutil.rmtree(d.root / "store")  # a new store: no position yet
+    d.source(f"INSERT INTO `{d.db}`.t VALUES (1, 'a'), (2, 'trailing ')")
+    d.target(f"ALTER TABLE `{d.tdb}`.t MODIFY b CHAR(40)")  # would strip the trailing space: refused
+    failed = d.run("bootstrap")
+    assert failed.returncode == exitcodes.FAILED, failed.stdout + failed.stderr
+    assert f"fix: fix the cause and run it again: sluice bootstrap --config {d.cfg}" in failed.stdout + failed.stderr
+    refused = d.run("capture", "--once")
+    one_message(refused, exitcodes.CONFIG, "the batch store has no position, and a sluice bootstrap of it from",
+                "did not finish", f"run it again: sluice bootstrap --config {d.cfg}")
+    d.target(f"ALTER TABLE `{d.tdb}`.t MODIFY b VARCHAR(40)")
+    d.ok("bootstrap")
+    d.source(f"UPDATE `{d.db}`.t SET b = 'changed' WHERE id = 1")
+    d.ok("run")
+    assert d.rows("t") == d.source_rows("t") == [(1, "changed"), (2, "trailing ")]
