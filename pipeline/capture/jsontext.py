@@ -4,7 +4,8 @@ A MySQL JSON document can hold *opaque* values: a DECIMAL (``JSON_OBJECT('price'
 DECIMAL column), a DATE, TIME, DATETIME or TIMESTAMP, or bytes of another type. python-mysql-replication's
 parser gives a ``Decimal`` (which ``json.dumps`` refuses: capture stopped for good, a new user's probe),
 a ``datetime`` for DATE and DATETIME alike, a TIME without its sign, and other types' bytes decoded
-with errors ignored. :func:`parse` reads them with its parser but turns each opaque value into
+with errors ignored; and Python prints a double otherwise than MySQL (``1e+300`` for ``1e300``).
+:func:`parse` reads them with its parser but turns each opaque value and each double into
 :class:`Raw`, MySQL's own text for it (``9.99``, ``-0.500``, ``"2024-01-02"``,
 ``"2024-01-02 03:04:05.500000"``, ``"-838:04:05.000000"``, ``"base64:type15:AP8="``), and
 :func:`render` writes a document holding them. The partial-update path (:mod:`.jsondiff`) reads the
@@ -86,8 +87,44 @@ json_binary.parse_opaque = _opaque  # the library's parser calls it by its modul
 
 
 def parse(raw: bytes) -> Any:
-    """A MySQL binary JSON value (its type byte first) as Python values, opaque ones as :class:`Raw`."""
-    return jsonable(json_binary.parse_json(raw[0], raw[1:]))
+    """A MySQL binary JSON value (its type byte first) as Python values, opaque values and doubles as
+    :class:`Raw` (MySQL's text of them)."""
+    return _doubles(jsonable(json_binary.parse_json(raw[0], raw[1:])))
+
+
+def _doubles(v: Any) -> Any:
+    if isinstance(v, float):
+        return Raw(double_text(v))
+    if isinstance(v, dict):
+        return {k: _doubles(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_doubles(x) for x in v]
+    return v
+
+
+def double_text(x: float) -> str:
+    """A JSON double as MySQL prints it: the shortest digits that read back as ``x`` (Python's
+    ``repr``), in fixed notation from 1e-15 to below 1e16 (and beyond while digits remain after the
+    point), with ``.0`` on a whole number; else ``d.ddde<exp>`` (``1e300``, ``1.5e-16``; Python
+    writes ``1e+300``, ``1.5e-07``, ``1000000000000000.0``). Checked against MySQL 9.7 on 600 random
+    doubles (tests/unit/test_capture_jsontext.py has the boundaries)."""
+    r = repr(x)
+    sign, r = ("-", r[1:]) if r.startswith("-") else ("", r)
+    mant, _, exp = r.partition("e")
+    whole, _, frac = mant.partition(".")
+    digits = (whole + frac).lstrip("0").rstrip("0")
+    if not digits:
+        return sign + "0.0"
+    # where the decimal point sits before the digits: 0.d1d2... x 10^point
+    point = (len(whole) if whole != "0" else len(frac.lstrip("0")) - len(frac)) + (int(exp) if exp else 0)
+    n = len(digits)
+    if -14 <= point <= 15 or 15 < point < n:
+        if point <= 0:
+            return f"{sign}0.{'0' * -point}{digits}"
+        if point >= n:
+            return f"{sign}{digits}{'0' * (point - n)}.0"
+        return f"{sign}{digits[:point]}.{digits[point:]}"
+    return f"{sign}{digits[0]}{'.' + digits[1:] if n > 1 else ''}e{point - 1}"
 
 
 def loads(text: str) -> Any:

@@ -116,9 +116,10 @@ def test_json_with_decimal_and_temporal_values_is_stored_as_mysql_prints_it(mysq
     start = _start(mysql, tmp_path)
     _run(mysql, db, "UPDATE t SET j = JSON_OBJECT('p', p, 'd', d, 'dt', dt, 'tm', tm, 'ts', ts, 'b', b, "
                     "'n', JSON_ARRAY(p, 0.0000001, CAST(0.0000001 AS DECIMAL(9,8))), "
-                    "'long', CAST(REPEAT('a', 100) AS BINARY))",
+                    "'long', CAST(REPEAT('a', 100) AS BINARY), 'd', JSON_ARRAY(1e300, 1.5e-7, 1e15, 100e0, -0e0))",
          "SET SESSION binlog_row_value_options = 'PARTIAL_JSON'",
-         "UPDATE t SET j = JSON_SET(j, '$.q', CAST(1.25 AS DECIMAL(5,2)), '$.when', dt) WHERE id = 2")
+         "UPDATE t SET j = JSON_SET(j, '$.q', CAST(1.25 AS DECIMAL(5,2)), '$.when', dt, '$.e', 2.5e-20) "
+         "WHERE id = 2")
     with sysbench.connect(mysql, None) as conn, conn.cursor() as cur:
         cur.execute(f"SELECT id, CAST(j AS CHAR) FROM `{db}`.t ORDER BY id")
         want = dict(cur.fetchall())
