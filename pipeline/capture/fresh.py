@@ -112,8 +112,8 @@ def start_position(cfg: Config, conn: Any, flavor: str, store: CaptureLog, start
 
 
 def _refuse_if_unfinished(cfg: Config, store: CaptureLog) -> None:
-    """A bootstrap that did not finish may have loaded targets from its snapshot (:mod:`pipeline.etl.unfinished`)."""
-    from pipeline.etl import unfinished
+    """A bootstrap that did not finish may have loaded targets from its snapshot (:mod:`pipeline.state.unfinished`)."""
+    from pipeline.state import unfinished
 
     marker = unfinished.found(store.root)
     if marker is not None:

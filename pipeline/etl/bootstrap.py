@@ -11,7 +11,7 @@
 
 Capture then streams from P; changes made during the load are replayed and absorbed by
 idempotent apply (the argument is in docs/etl.md). A failed load changes nothing in the store but a
-marker (:mod:`pipeline.etl.unfinished`): the targets may hold the snapshot's rows, so capture refuses
+marker (:mod:`pipeline.state.unfinished`): the targets may hold the snapshot's rows, so capture refuses
 to start at the source's current position until a bootstrap succeeds.
 """
 
@@ -22,11 +22,11 @@ import json
 import time
 
 from pipeline.config import Config
-from pipeline.etl import unfinished
 from pipeline.etl.driver import EtlFailed, EtlSummary, run_loads
 from pipeline.etl.snapshot import snapshot_position
 from pipeline.job import mapped, positions
 from pipeline.job.group import load_group
+from pipeline.state import unfinished
 from pipeline.store import open_store
 from sluice_common.errors import StoreError
 from sluice_common.logs import get_logger, register_secret
