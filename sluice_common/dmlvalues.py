@@ -94,7 +94,7 @@ def decimal_text(negative: bool, integer: int, fraction: str) -> str:
 def decimal_value_text(d: Decimal) -> str:
     """DECIMAL from a :class:`~decimal.Decimal` read from the server's text (its exponent is the
     column's scale): no exponent notation, ``Decimal('0E-7')`` -> ``"0.0000000"``."""
-    integer, _, fraction = format(abs(d), "f").partition(".")
+    integer, _, fraction = format(d.copy_abs(), "f").partition(".")  # abs() would round to 28 digits
     return decimal_text(d.is_signed(), int(integer), fraction)
 
 

@@ -84,9 +84,12 @@ def _double(v: Any) -> Any:
 def _decimal(v: Any) -> Any:
     try:
         d = Decimal(str(v)) if not isinstance(v, Decimal) else v
-        return format(d.normalize(), "f") if d else "0"
     except InvalidOperation:
         return str(v)
+    if not d:
+        return "0"
+    text = format(d, "f")  # exact: normalize() would round to the context's 28 digits
+    return text.rstrip("0").rstrip(".") if "." in text else text
 
 
 def _zero(text: str) -> bool:
