@@ -24,6 +24,7 @@ from typing import Any
 
 from pymysql.constants import FIELD_TYPE as FT
 
+from sluice_common.dmlvalues import decimal_value_text
 from sluice_common.mysqltypes import BINARY_TYPES, DECIMAL_TYPES, GEOMETRY_TYPES, INTEGER_TYPES, parse_type
 from sluice_common.mysqltypes import FLOAT_TYPES as MYSQL_FLOATS
 
@@ -168,8 +169,8 @@ def _as_text(v: Any) -> Any:
         return v
     if isinstance(v, bool):
         return "true" if v else "false"
-    if isinstance(v, Decimal):
-        return str(v)  # exact, with the column's scale
+    if isinstance(v, Decimal):  # exact, with the column's scale (str() writes 1E-30 for 0.000...001)
+        return decimal_value_text(v)
     return str(default_json(v))
 
 

@@ -120,6 +120,9 @@ def test_geo_point_boolean_and_object_rules():
         capture_converter("decimal(5,2)", "long", None)("3.50")
     with pytest.raises(ValueError, match="JSON"):
         capture_converter("text", None, "object")("{not json")
+    # a keyword keeps a DECIMAL's text with its scale (str() of a Decimal wrote 1E-30: a new user's probe)
+    tiny = "0.000000000000000000000000000001"
+    assert capture_converter("decimal(65,30)", "keyword", None)(tiny) == tiny
 
 
 @pytest.fixture
