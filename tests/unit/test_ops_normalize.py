@@ -104,3 +104,12 @@ def test_a_decimal_of_more_than_28_digits_is_not_rounded():
     assert dml_text("decimal", "decimal(65,30)", Decimal("-0.999999999999999999999999999999")) \
         == "-0.999999999999999999999999999999"
     assert _decimal(Decimal(big)) == big and _decimal(Decimal("1.500")) == "1.5" and _decimal("1E+3") == "1000"
+
+
+def test_json_numbers_compare_by_value():
+    """PostgreSQL's jsonb writes MySQL's 1e300 as its 301 digits (and 1.50 as 1.50, -0.0 as 0): a
+    document compares by its numbers' values (a new user's probe: such rows never verified clean)."""
+    from sluice_common.normalize import _json
+
+    assert _json('{"n": [1e300, 0.1, -0.0, 100, 1.50]}') == _json({"n": [10**300, 0.1, 0, 100, 1.5]})
+    assert _json('{"n": 1}') != _json('{"n": "1"}') and _json('{"n": 1}') != _json('{"n": 2}')
