@@ -104,9 +104,10 @@ def _doubles(v: Any) -> Any:
 
 def double_text(x: float) -> str:
     """A JSON double as MySQL prints it: the shortest digits that read back as ``x`` (Python's
-    ``repr``), in fixed notation from 1e-15 to below 1e16 (and beyond while digits remain after the
-    point), with ``.0`` on a whole number; else ``d.ddde<exp>`` (``1e300``, ``1.5e-16``; Python
-    writes ``1e+300``, ``1.5e-07``, ``1000000000000000.0``). Checked against MySQL 9.7 on 600 random
+    ``repr``), in fixed notation from 1e-15 to below 1e15 (and beyond while digits remain after the
+    point: ``1234567890123456.8``), with ``.0`` on a whole number; else ``d.ddde<exp>`` (``1e300``,
+    ``1e15``, ``1.5e-16``; Python writes ``1e+300``, ``1000000000000000.0``, ``1.5e-16``, and
+    ``1.5e-07`` where MySQL writes ``0.00000015``). Checked against MySQL 9.7 on 600 random
     doubles (tests/unit/test_capture_jsontext.py has the boundaries)."""
     r = repr(x)
     sign, r = ("-", r[1:]) if r.startswith("-") else ("", r)

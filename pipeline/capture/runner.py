@@ -22,6 +22,7 @@ import pymysql
 
 from pipeline.config import Config
 from pipeline.source.connect import connect, is_transient
+from pipeline.state import unfinished
 from pipeline.store import CaptureLog, open_store
 from sluice_common.errors import TransientError
 from sluice_common.logs import get_logger, register_secret
@@ -104,6 +105,7 @@ def run_capture(cfg: Config, *, follow: bool = False, max_batches: int | None = 
 
                 record_start(store.root, [g.groupId for g in cfg.groups])  # a group added later is told
                 store.set_start_position(start.to_dict())  # recorded once it is known to be on the server
+                unfinished.clear(store.root)  # the operator chose where the store starts (--from)
             elif start_from is not None:
                 fresh.refuse_resumed_store(store, stored)
             else:

@@ -65,8 +65,10 @@ def run_bootstrap(cfg: Config, spark, *, force: bool = False, partitions: int | 
                                                     partitions=partitions, params=params,
                                                     progress_every=progress_every, check=False, snapshot=pos)
         except EtlFailed as e:  # "run the load again" must mean this command: a `sluice etl` sets no position
-            raise EtlFailed(e.message, hint=f"fix the cause and run it again: {again} (the store records no "
-                            "capture position until a bootstrap succeeds)") from None
+            kept = ("the store keeps its previous position: a sync resumes from it over the targets this load "
+                    "changed" if existing is not None else "the store records no capture position until a "
+                    "bootstrap succeeds")
+            raise EtlFailed(e.message, hint=f"fix the cause and run it again: {again} ({kept})") from None
         next_id = int((existing or {}).get("nextId", 1) or 1)
         newest = store.newest_batch_id()  # a Kafka store's newest batch record may be gone (retention)
         if newest in store.batch_ids():
