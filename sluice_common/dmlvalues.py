@@ -163,17 +163,6 @@ def geometry_text(raw: bytes | bytearray | memoryview) -> str:
     return bytes(raw).hex().upper()
 
 
-def jsonable(v: object) -> object:
-    """A parsed JSON document with its byte strings (MySQL's opaque values) as text."""
-    if isinstance(v, bytes):
-        return v.decode("utf-8", "backslashreplace")
-    if isinstance(v, dict):
-        return {jsonable(k): jsonable(x) for k, x in v.items()}
-    if isinstance(v, list):
-        return [jsonable(x) for x in v]
-    return v
-
-
 def json_text(doc: object) -> str:
     """JSON: the document as MySQL prints it (``", "`` and ``": "`` separators, non-ASCII kept)."""
     return json.dumps(doc, ensure_ascii=False, separators=(", ", ": "))

@@ -45,12 +45,9 @@ _learned: dict[Any, dict[str, str]] = {}  # server -> its tables
 
 
 def _search(name: str) -> codecs.CodecInfo | None:
-    if not name.startswith(PREFIX):
-        return None
-    table = _tables.get(name[len(PREFIX):])
-    if table is None:
-        return None
     charset = name[len(PREFIX):]
+    if not name.startswith(PREFIX) or charset not in _tables:
+        return None
 
     def decode(data: bytes, errors: str = "strict") -> tuple[str, int]:
         # the table of the server learned last (Python caches this CodecInfo by name for good)
@@ -100,7 +97,7 @@ def codec_for(charset: str | None, library_name: str | None, column: str, table:
         return _UNICODE[charset]
     if charset in _tables:
         return PREFIX + charset
-    for name in (library_name, charset):
+    for name in (library_name, charset):  # never utf-8 for a set outside _UNICODE: a guess
         try:
             if name and codecs.lookup(name).name != "utf-8":
                 return name

@@ -23,6 +23,7 @@ import re
 from typing import Any
 
 from pipeline.config import Config
+from pipeline.state import unfinished
 from pipeline.store import CaptureLog
 from sluice_common.errors import StoreError, UsageError
 from sluice_common.logs import get_logger
@@ -113,8 +114,6 @@ def start_position(cfg: Config, conn: Any, flavor: str, store: CaptureLog, start
 
 def _refuse_if_unfinished(cfg: Config, store: CaptureLog) -> None:
     """A bootstrap that did not finish may have loaded targets from its snapshot (:mod:`pipeline.state.unfinished`)."""
-    from pipeline.state import unfinished
-
     marker = unfinished.found(store.root)
     if marker is not None:
         raise StoreError(f"{store.root}: the batch store has no position, and a sluice bootstrap of it from "

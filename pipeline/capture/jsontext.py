@@ -20,9 +20,9 @@ from typing import Any
 
 from pymysqlreplication import json_binary
 from pymysqlreplication.constants import FIELD_TYPE as T
-from pymysqlreplication.util.bytes import decode_decimal
+from pymysqlreplication.util.bytes import decode_decimal, decode_variable_length
 
-from sluice_common.dmlvalues import json_text, jsonable
+from sluice_common.dmlvalues import json_text
 
 _DATES = frozenset({T.DATE, T.NEWDATE})
 _DATETIMES = frozenset({T.DATETIME, T.DATETIME2, T.TIMESTAMP, T.TIMESTAMP2})
@@ -47,24 +47,12 @@ class Raw:
         return f"Raw({self.text!r})"
 
 
-def _varlen(data: bytes) -> tuple[int, int]:
-    length = shift = pos = 0
-    while pos < 5 and pos < len(data):
-        b = data[pos]
-        length |= (b & 0x7F) << shift
-        pos += 1
-        if not b & 0x80:
-            break
-        shift += 7
-    return length, pos
-
-
 def _opaque(data: bytes) -> Raw | None:
     """An opaque value (its field type, a variable length, the bytes) as MySQL prints it."""
     if len(data) < 1:
         return None
     kind = data[0]
-    n, k = _varlen(data[1:])
+    n, k = decode_variable_length(data[1:])
     body = bytes(data[1 + k:1 + k + n])
     if kind in (T.NEWDECIMAL, T.DECIMAL) and len(body) >= 2:
         return Raw(format(decode_decimal(body), "f"))
@@ -89,16 +77,20 @@ json_binary.parse_opaque = _opaque  # the library's parser calls it by its modul
 def parse(raw: bytes) -> Any:
     """A MySQL binary JSON value (its type byte first) as Python values, opaque values and doubles as
     :class:`Raw` (MySQL's text of them)."""
-    return _doubles(jsonable(json_binary.parse_json(raw[0], raw[1:])))
+    return _values(json_binary.parse_json(raw[0], raw[1:]))
 
 
-def _doubles(v: Any) -> Any:
+def _values(v: Any) -> Any:
+    """The parsed document with doubles as :class:`Raw` and byte strings (keys, values the parser left
+    undecoded) as text, ``\\xNN`` for bytes that are not UTF-8."""
     if isinstance(v, float):
         return Raw(double_text(v))
+    if isinstance(v, bytes):
+        return v.decode("utf-8", "backslashreplace")
     if isinstance(v, dict):
-        return {k: _doubles(x) for k, x in v.items()}
+        return {_values(k): _values(x) for k, x in v.items()}
     if isinstance(v, list):
-        return [_doubles(x) for x in v]
+        return [_values(x) for x in v]
     return v
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.capture.jsontext import Raw, double_text, render
+from pipeline.capture.jsontext import Raw, _values, double_text, render
 
 
 @pytest.mark.parametrize("x, text", [
@@ -22,3 +22,8 @@ def test_doubles_as_mysql_prints_them(x, text):
 def test_a_document_with_raw_values_renders_them_as_written():
     doc = {"a": [Raw("1e300"), 1, "x"], "b": Raw('"2024-01-02"')}
     assert render(doc) == '{"a": [1e300, 1, "x"], "b": "2024-01-02"}'
+
+
+def test_bytes_the_parser_leaves_are_text_and_doubles_mysqls():
+    """(moved from test_dmlvalues: the walk that turned bytes into text is jsontext's own now)"""
+    assert render(_values({"k": [1, b"\xff", 1e300], "é": None})) == '{"k": [1, "\\\\xff", 1e300], "é": null}'

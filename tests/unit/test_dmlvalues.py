@@ -129,7 +129,7 @@ def test_enum_and_set_texts():
 
 
 def test_json_text_is_mysqls_spacing():
-    assert D.json_text(D.jsonable({"k": [1, b"\xff"], "é": None})) == '{"k": [1, "\\\\xff"], "é": null}'
+    assert D.json_text({"k": [1, "x"], "é": None}) == '{"k": [1, "x"], "é": null}'
     assert json.loads(D.json_text({"a": 1})) == {"a": 1}
 
 
